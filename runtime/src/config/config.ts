@@ -1,0 +1,567 @@
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { resolve } from 'node:path';
+import { parse as parseToml, TomlDate, TomlError } from 'smol-toml';
+import { ConfigError } from '../errors/config-errors.ts';
+import { formatBindAddress, parseBindAddress, type BindAddress } from './bind-address.ts';
+import { formatDuration, parseDuration, parseSize, UnitFormatError } from './units.ts';
+
+/*
+ * The only place in Ratchet that reads the environment. Everything else receives the frozen `Config` (or one of its
+ * sections) from `main.ts`.
+ *
+ * Precedence: environment variable > config file > default. Names: `RATCHET_<SECTION>_<NAME>` in the environment,
+ * `section.name` (kebab-case) in the TOML file; `SETTINGS` below is the complete list.
+ */
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** Only JSON: it is what the observability listener and Loki-style tools ingest. */
+export const LOG_FORMATS = ['json'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
+
+export const ON_MAX_ATTEMPTS = ['pause', 'kill'] as const;
+export type OnMaxAttempts = (typeof ON_MAX_ATTEMPTS)[number];
+
+export interface ListenerConfig {
+  readonly bind: BindAddress;
+}
+
+export interface DatabaseConfig {
+  /** External PostgreSQL (`postgres://` / `postgresql://`); undefined = embedded PostgreSQL under `dataDir`. */
+  readonly url: string | undefined;
+  readonly poolSize: number;
+}
+
+export interface LogConfig {
+  readonly level: LogLevel;
+  readonly format: LogFormat;
+}
+
+export interface InvokerConfig {
+  /** Time without messages from the deployment, while Ratchet waits on something, before the stream is suspended. */
+  readonly inactivityTimeoutMs: number;
+  /** Time without messages, while only responses are awaited, before the attempt is aborted (RT0001). */
+  readonly abortTimeoutMs: number;
+  /** Largest message accepted from a service (RT0003). */
+  readonly messageSizeLimitBytes: number;
+  /** Deepest nesting of awaited futures before the invocation is paused (RT0025). */
+  readonly maxAwaitedFutureDepth: number;
+  /** Most attempts running at once in this process; undefined = unlimited. */
+  readonly concurrencyLimit: number | undefined;
+}
+
+export interface RetryPolicyConfig {
+  readonly initialIntervalMs: number;
+  readonly exponentiationFactor: number;
+  readonly maxIntervalMs: number;
+  readonly maxAttempts: number;
+  readonly onMaxAttempts: OnMaxAttempts;
+}
+
+/** Defaults for services that do not set their own (admin API `ServiceMetadata`). */
+export interface ServiceDefaultsConfig {
+  readonly idempotencyRetentionMs: number;
+  /** Already clamped to `maxJournalRetentionMs` (RT0022). */
+  readonly journalRetentionMs: number;
+  /** Upper bound on any journal retention; undefined = no bound. */
+  readonly maxJournalRetentionMs: number | undefined;
+  readonly workflowCompletionRetentionMs: number;
+}
+
+export interface StorageConfig {
+  /** Number of partitions of the key space; fixed when the cluster's storage is created. */
+  readonly partitions: number;
+  readonly groupCommit: {
+    readonly maxDelayMs: number;
+    readonly maxBatch: number;
+  };
+}
+
+export interface Config {
+  readonly clusterName: string;
+  /** This process's name, e.g. as lease owner; unique per process. */
+  readonly nodeName: string;
+  /** Absolute. */
+  readonly dataDir: string;
+  /** Absolute path of the config file read, if any. */
+  readonly configFile: string | undefined;
+  readonly database: DatabaseConfig;
+  readonly ingress: ListenerConfig;
+  readonly admin: ListenerConfig;
+  readonly introspection: ListenerConfig;
+  readonly observability: ListenerConfig;
+  readonly metrics: ListenerConfig;
+  readonly log: LogConfig;
+  readonly invoker: InvokerConfig;
+  readonly defaultRetryPolicy: RetryPolicyConfig;
+  readonly serviceDefaults: ServiceDefaultsConfig;
+  readonly storage: StorageConfig;
+  /**
+   * Problems that did not stop loading (unknown `RATCHET_*` variables, a clamped retention). The logger does not
+   * exist yet while config loads, so `main.ts` logs these once it does.
+   */
+  readonly warnings: readonly string[];
+}
+
+/** Every setting: environment variable → config file key. */
+export const SETTINGS = {
+  RATCHET_CLUSTER_NAME: 'cluster-name',
+  RATCHET_NODE_NAME: 'node-name',
+  RATCHET_DATA_DIR: 'data-dir',
+  RATCHET_DATABASE_URL: 'database.url',
+  RATCHET_DATABASE_POOL_SIZE: 'database.pool-size',
+  RATCHET_INGRESS_BIND: 'ingress.bind',
+  RATCHET_ADMIN_BIND: 'admin.bind',
+  RATCHET_INTROSPECTION_BIND: 'introspection.bind',
+  RATCHET_OBSERVABILITY_BIND: 'observability.bind',
+  RATCHET_METRICS_BIND: 'metrics.bind',
+  RATCHET_LOG_LEVEL: 'log.level',
+  RATCHET_LOG_FORMAT: 'log.format',
+  RATCHET_INVOKER_INACTIVITY_TIMEOUT: 'invoker.inactivity-timeout',
+  RATCHET_INVOKER_ABORT_TIMEOUT: 'invoker.abort-timeout',
+  RATCHET_INVOKER_MESSAGE_SIZE_LIMIT: 'invoker.message-size-limit',
+  RATCHET_INVOKER_MAX_AWAITED_FUTURE_DEPTH: 'invoker.max-awaited-future-depth',
+  RATCHET_INVOKER_CONCURRENCY_LIMIT: 'invoker.concurrency-limit',
+  RATCHET_RETRY_INITIAL_INTERVAL: 'default-retry-policy.initial-interval',
+  RATCHET_RETRY_EXPONENTIATION_FACTOR: 'default-retry-policy.exponentiation-factor',
+  RATCHET_RETRY_MAX_INTERVAL: 'default-retry-policy.max-interval',
+  RATCHET_RETRY_MAX_ATTEMPTS: 'default-retry-policy.max-attempts',
+  RATCHET_RETRY_ON_MAX_ATTEMPTS: 'default-retry-policy.on-max-attempts',
+  RATCHET_DEFAULT_IDEMPOTENCY_RETENTION: 'default-idempotency-retention',
+  RATCHET_DEFAULT_JOURNAL_RETENTION: 'default-journal-retention',
+  RATCHET_MAX_JOURNAL_RETENTION: 'max-journal-retention',
+  RATCHET_DEFAULT_WORKFLOW_COMPLETION_RETENTION: 'default-workflow-completion-retention',
+  RATCHET_PARTITIONS: 'storage.partitions',
+  RATCHET_GROUP_COMMIT_MAX_DELAY: 'storage.group-commit-max-delay',
+  RATCHET_GROUP_COMMIT_MAX_BATCH: 'storage.group-commit-max-batch',
+} as const;
+
+export type SettingName = keyof typeof SETTINGS;
+
+/** The variable naming the config file; not itself a setting. */
+export const CONFIG_FILE_ENV = 'RATCHET_CONFIG';
+
+/**
+ * Lowercase DNS label (RFC 1123): the cluster name becomes Kubernetes object names, the JWT audience, the
+ * introspection user name and the STS external id, and this is the shape all of them accept.
+ */
+export const CLUSTER_NAME_PATTERN = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+
+/** A raw value and the name to blame for it: the env var, or the file key and file. */
+interface Raw {
+  readonly value: unknown;
+  readonly key: string;
+  readonly fromEnv: boolean;
+}
+
+class Sources {
+  constructor(
+    private readonly env: Readonly<Record<string, string | undefined>>,
+    private readonly file: ReadonlyMap<string, unknown>,
+    private readonly filePath: string | undefined,
+  ) {}
+
+  get(name: SettingName): Raw | undefined {
+    const fromEnv = this.env[name];
+    // An empty variable counts as unset: `RATCHET_X=${X:-}` in compose files and charts must not break defaults.
+    if (fromEnv !== undefined && fromEnv.trim() !== '') return { value: fromEnv, key: name, fromEnv: true };
+    const fileKey = SETTINGS[name];
+    if (this.file.has(fileKey))
+      return { value: this.file.get(fileKey), key: `${fileKey} in ${this.filePath ?? 'config file'}`, fromEnv: false };
+    return undefined;
+  }
+}
+
+function describe(value: unknown): string {
+  if (typeof value === 'string') return `'${value}'`;
+  if (value instanceof TomlDate) return `the date ${value.toISOString()}`;
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'object' && value !== null) return 'a table';
+  return String(value);
+}
+
+function invalid(raw: Raw, problem: string, cause?: unknown): ConfigError {
+  return ConfigError.invalidValue(raw.key, problem, cause === undefined ? {} : { cause });
+}
+
+/** Runs a unit parser on a string value, turning its message into RT0002 naming the key. */
+function viaUnit<T>(raw: Raw, what: string, parse: (text: string) => T): T {
+  if (typeof raw.value !== 'string') throw invalid(raw, `expected ${what} as a string, got ${describe(raw.value)}`);
+  try {
+    return parse(raw.value);
+  } catch (error) {
+    if (error instanceof UnitFormatError) throw invalid(raw, error.message, error);
+    throw error;
+  }
+}
+
+interface Bounds {
+  readonly min?: number;
+  readonly max?: number;
+}
+
+function checkBounds(raw: Raw, value: number, bounds: Bounds, render: (n: number) => string = String): number {
+  if (bounds.min !== undefined && value < bounds.min)
+    throw invalid(raw, `must be at least ${render(bounds.min)}, got ${describe(raw.value)}`);
+  if (bounds.max !== undefined && value > bounds.max)
+    throw invalid(raw, `must be at most ${render(bounds.max)}, got ${describe(raw.value)}`);
+  return value;
+}
+
+function toNumber(raw: Raw, integer: boolean): number {
+  const what = integer ? 'a whole number' : 'a number';
+  let value: number;
+  if (typeof raw.value === 'number') value = raw.value;
+  else if (typeof raw.value === 'bigint') value = Number(raw.value);
+  else if (typeof raw.value === 'string' && /^\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*$/.test(raw.value))
+    value = Number(raw.value);
+  else throw invalid(raw, `expected ${what}, got ${describe(raw.value)}`);
+  if (!Number.isFinite(value) || (integer && !Number.isSafeInteger(value)))
+    throw invalid(raw, `expected ${what}, got ${describe(raw.value)}`);
+  return value;
+}
+
+function stringOf(raw: Raw, what: string): string {
+  if (typeof raw.value !== 'string') throw invalid(raw, `expected ${what}, got ${describe(raw.value)}`);
+  return raw.value.trim();
+}
+
+function oneOf<T extends string>(raw: Raw, allowed: readonly T[]): T {
+  const text = stringOf(raw, `one of ${allowed.join(', ')}`).toLowerCase();
+  const found = allowed.find((candidate) => candidate === text);
+  if (found === undefined) throw invalid(raw, `expected one of ${allowed.join(', ')}, got ${describe(raw.value)}`);
+  return found;
+}
+
+function redactUrl(url: URL): string {
+  const copy = new URL(url.href);
+  if (copy.password !== '') copy.password = '***';
+  return copy.href;
+}
+
+class Reader {
+  constructor(private readonly sources: Sources) {}
+
+  raw(name: SettingName): Raw | undefined {
+    return this.sources.get(name);
+  }
+
+  string(name: SettingName, fallback: string, check: (raw: Raw, value: string) => void): string {
+    const raw = this.raw(name);
+    if (raw === undefined) return fallback;
+    const value = stringOf(raw, 'a string');
+    check(raw, value);
+    return value;
+  }
+
+  integer(name: SettingName, fallback: number, bounds: Bounds): number {
+    const raw = this.raw(name);
+    return raw === undefined ? fallback : checkBounds(raw, toNumber(raw, true), bounds);
+  }
+
+  optionalInteger(name: SettingName, bounds: Bounds): number | undefined {
+    const raw = this.raw(name);
+    return raw === undefined ? undefined : checkBounds(raw, toNumber(raw, true), bounds);
+  }
+
+  number(name: SettingName, fallback: number, bounds: Bounds): number {
+    const raw = this.raw(name);
+    return raw === undefined ? fallback : checkBounds(raw, toNumber(raw, false), bounds);
+  }
+
+  duration(name: SettingName, fallback: string, bounds: Bounds = { min: 0 }): number {
+    const value = this.optionalDuration(name, bounds);
+    return value ?? parseDuration(fallback);
+  }
+
+  optionalDuration(name: SettingName, bounds: Bounds = { min: 0 }): number | undefined {
+    const raw = this.raw(name);
+    if (raw === undefined) return undefined;
+    return checkBounds(
+      raw,
+      viaUnit(raw, "a duration such as '500ms', '1m 30s', '1d' or 'PT1M'", parseDuration),
+      bounds,
+      formatDuration,
+    );
+  }
+
+  size(name: SettingName, fallback: string, bounds: Bounds): number {
+    const raw = this.raw(name);
+    if (raw === undefined) return parseSize(fallback);
+    // TOML integers are plain bytes; strings go through the size parser (which also takes plain numbers).
+    const bytes =
+      typeof raw.value === 'number' || typeof raw.value === 'bigint'
+        ? toNumber(raw, true)
+        : viaUnit(raw, "a size such as '32 MiB'", parseSize);
+    return checkBounds(raw, bytes, bounds, (n) => `${n} bytes`);
+  }
+
+  bind(name: SettingName, fallback: BindAddress): BindAddress {
+    const raw = this.raw(name);
+    return raw === undefined ? fallback : viaUnit(raw, "an address such as '127.0.0.1:8080'", parseBindAddress);
+  }
+
+  oneOf<T extends string>(name: SettingName, allowed: readonly T[], fallback: T): T {
+    const raw = this.raw(name);
+    return raw === undefined ? fallback : oneOf(raw, allowed);
+  }
+}
+
+function isTable(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof TomlDate);
+}
+
+function flatten(table: Record<string, unknown>, prefix: string, into: Map<string, unknown>): void {
+  for (const [key, value] of Object.entries(table)) {
+    const path = prefix === '' ? key : `${prefix}.${key}`;
+    if (isTable(value)) flatten(value, path, into);
+    else into.set(path, value);
+  }
+}
+
+const FILE_KEYS: ReadonlySet<string> = new Set(Object.values(SETTINGS));
+
+function readConfigFile(path: string, blame: string): Map<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new ConfigError(`cannot read the config file ${path} (from ${blame}): ${reason}`, {
+      key: blame,
+      cause: error,
+    });
+  }
+  let parsed: Record<string, unknown>;
+  try {
+    parsed = parseToml(text);
+  } catch (error) {
+    if (error instanceof TomlError) {
+      throw new ConfigError(
+        `the config file ${path} is not valid TOML (line ${error.line}, column ${error.column}): ${error.message}`,
+        {
+          key: blame,
+          cause: error,
+        },
+      );
+    }
+    throw error;
+  }
+  const values = new Map<string, unknown>();
+  flatten(parsed, '', values);
+  // A mistyped key would otherwise be silently ignored, and the setting silently left at its default.
+  for (const key of values.keys()) {
+    if (!FILE_KEYS.has(key)) {
+      const hint = closest(key, [...FILE_KEYS]);
+      throw new ConfigError(
+        `unknown key ${key} in the config file ${path}${hint === undefined ? '' : ` (did you mean ${hint}?)`}`,
+        { key },
+      );
+    }
+  }
+  return values;
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const substitution = (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1);
+      current.push(Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, substitution));
+    }
+    previous = current;
+  }
+  return previous[b.length] ?? 0;
+}
+
+function closest(name: string, candidates: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Math.max(3, Math.floor(name.length / 4)) + 1;
+  for (const candidate of candidates) {
+    const distance = editDistance(name, candidate);
+    if (distance < bestDistance) {
+      best = candidate;
+      bestDistance = distance;
+    }
+  }
+  return best;
+}
+
+function unknownEnvWarnings(env: Readonly<Record<string, string | undefined>>): string[] {
+  const known = Object.keys(SETTINGS);
+  return Object.keys(env)
+    .filter((name) => name.startsWith('RATCHET_') && name !== CONFIG_FILE_ENV && !(name in SETTINGS))
+    .sort()
+    .map((name) => {
+      const hint = closest(name, known);
+      return `unknown environment variable ${name} is ignored${hint === undefined ? '' : ` (did you mean ${hint}?)`}`;
+    });
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    for (const child of Object.values(value)) deepFreeze(child);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+export interface LoadConfigOptions {
+  /** Defaults to `process.env`. Tests pass their own object, which then replaces the environment entirely. */
+  env?: Readonly<Record<string, string | undefined>>;
+  /** Config file to read; overrides `RATCHET_CONFIG`. Relative paths are resolved against `cwd`. */
+  configFile?: string;
+  /** Base of relative paths (`data-dir`, the config file); defaults to `process.cwd()`. */
+  cwd?: string;
+}
+
+const MAX_SAFE_MS = Number.MAX_SAFE_INTEGER;
+
+/**
+ * Reads the configuration once, at startup: config file, then environment variables over it, then defaults.
+ * Throws `ConfigError` (RT0002) naming the offending variable or file key. The result is deeply frozen.
+ */
+export function loadConfig(options: LoadConfigOptions = {}): Config {
+  const env = options.env ?? process.env;
+  const cwd = options.cwd ?? process.cwd();
+
+  const envFile = env[CONFIG_FILE_ENV]?.trim();
+  const fileArg = options.configFile ?? (envFile === '' ? undefined : envFile);
+  const configFile = fileArg === undefined ? undefined : resolve(cwd, fileArg);
+  const fileValues =
+    configFile === undefined
+      ? new Map<string, unknown>()
+      : readConfigFile(configFile, options.configFile === undefined ? CONFIG_FILE_ENV : 'the configFile option');
+
+  const read = new Reader(new Sources(env, fileValues, configFile));
+  const warnings = unknownEnvWarnings(env);
+
+  const clusterName = read.string('RATCHET_CLUSTER_NAME', 'localcluster', (raw, value) => {
+    if (!CLUSTER_NAME_PATTERN.test(value)) {
+      throw invalid(
+        raw,
+        `expected 1-63 lowercase letters, digits or '-', starting and ending with a letter or digit, got ${describe(raw.value)}`,
+      );
+    }
+  });
+
+  const nodeName = read.string('RATCHET_NODE_NAME', `${hostname()}-${process.pid}`, (raw, value) => {
+    if (value.length === 0 || value.length > 253) throw invalid(raw, 'expected a name of 1 to 253 characters');
+  });
+
+  const dataDir = resolve(
+    cwd,
+    read.string('RATCHET_DATA_DIR', './.ratchet', (raw, value) => {
+      if (value.length === 0) throw invalid(raw, 'expected a directory path');
+    }),
+  );
+
+  const databaseUrl = (() => {
+    const raw = read.raw('RATCHET_DATABASE_URL');
+    if (raw === undefined) return undefined;
+    const text = stringOf(raw, 'a postgres:// URL');
+    let url: URL;
+    try {
+      url = new URL(text);
+    } catch (error) {
+      // Never echo the value: it may hold a password.
+      throw invalid(
+        raw,
+        'expected a URL such as postgres://user:password@host:5432/database, and this is not a URL',
+        error,
+      );
+    }
+    if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
+      throw invalid(raw, `expected a postgres:// or postgresql:// URL, got ${redactUrl(url)}`);
+    }
+    return text;
+  })();
+
+  const retryInitialIntervalMs = read.duration('RATCHET_RETRY_INITIAL_INTERVAL', '500ms', { min: 1, max: MAX_SAFE_MS });
+  const retryMaxIntervalMs = read.duration('RATCHET_RETRY_MAX_INTERVAL', '1m', { min: 1, max: MAX_SAFE_MS });
+  if (retryInitialIntervalMs > retryMaxIntervalMs) {
+    const blame = read.raw('RATCHET_RETRY_INITIAL_INTERVAL') ?? read.raw('RATCHET_RETRY_MAX_INTERVAL');
+    const key = blame?.key ?? 'RATCHET_RETRY_INITIAL_INTERVAL';
+    throw ConfigError.invalidValue(
+      key,
+      `the initial retry interval (${formatDuration(retryInitialIntervalMs)}) must not exceed the maximum retry interval (${formatDuration(retryMaxIntervalMs)})`,
+    );
+  }
+
+  const maxJournalRetentionMs = read.optionalDuration('RATCHET_MAX_JOURNAL_RETENTION');
+  let journalRetentionMs = read.duration('RATCHET_DEFAULT_JOURNAL_RETENTION', '1d');
+  if (maxJournalRetentionMs !== undefined && journalRetentionMs > maxJournalRetentionMs) {
+    warnings.push(
+      `[RT0022] the default journal retention ${formatDuration(journalRetentionMs)} exceeds the maximum ` +
+        `${formatDuration(maxJournalRetentionMs)} and is clamped to it`,
+    );
+    journalRetentionMs = maxJournalRetentionMs;
+  }
+
+  const config: Config = {
+    clusterName,
+    nodeName,
+    dataDir,
+    configFile,
+    database: {
+      url: databaseUrl,
+      poolSize: read.integer('RATCHET_DATABASE_POOL_SIZE', 10, { min: 1, max: 1000 }),
+    },
+    ingress: { bind: read.bind('RATCHET_INGRESS_BIND', { host: '127.0.0.1', port: 8080 }) },
+    admin: { bind: read.bind('RATCHET_ADMIN_BIND', { host: '127.0.0.1', port: 9070 }) },
+    introspection: { bind: read.bind('RATCHET_INTROSPECTION_BIND', { host: '127.0.0.1', port: 9071 }) },
+    observability: { bind: read.bind('RATCHET_OBSERVABILITY_BIND', { host: '127.0.0.1', port: 3100 }) },
+    metrics: { bind: read.bind('RATCHET_METRICS_BIND', { host: '127.0.0.1', port: 5122 }) },
+    log: {
+      level: read.oneOf('RATCHET_LOG_LEVEL', LOG_LEVELS, 'info'),
+      format: read.oneOf('RATCHET_LOG_FORMAT', LOG_FORMATS, 'json'),
+    },
+    invoker: {
+      inactivityTimeoutMs: read.duration('RATCHET_INVOKER_INACTIVITY_TIMEOUT', '1m', { min: 1, max: MAX_SAFE_MS }),
+      abortTimeoutMs: read.duration('RATCHET_INVOKER_ABORT_TIMEOUT', '10m', { min: 1, max: MAX_SAFE_MS }),
+      // The service protocol's frame header carries the length in 32 bits.
+      messageSizeLimitBytes: read.size('RATCHET_INVOKER_MESSAGE_SIZE_LIMIT', '32 MiB', { min: 1, max: 2 ** 32 - 1 }),
+      maxAwaitedFutureDepth: read.integer('RATCHET_INVOKER_MAX_AWAITED_FUTURE_DEPTH', 1000, { min: 1 }),
+      concurrencyLimit: read.optionalInteger('RATCHET_INVOKER_CONCURRENCY_LIMIT', { min: 1 }),
+    },
+    defaultRetryPolicy: {
+      initialIntervalMs: retryInitialIntervalMs,
+      exponentiationFactor: read.number('RATCHET_RETRY_EXPONENTIATION_FACTOR', 2.0, { min: 1 }),
+      maxIntervalMs: retryMaxIntervalMs,
+      maxAttempts: read.integer('RATCHET_RETRY_MAX_ATTEMPTS', 70, { min: 1 }),
+      onMaxAttempts: read.oneOf('RATCHET_RETRY_ON_MAX_ATTEMPTS', ON_MAX_ATTEMPTS, 'pause'),
+    },
+    serviceDefaults: {
+      idempotencyRetentionMs: read.duration('RATCHET_DEFAULT_IDEMPOTENCY_RETENTION', '1d'),
+      journalRetentionMs,
+      maxJournalRetentionMs,
+      workflowCompletionRetentionMs: read.duration('RATCHET_DEFAULT_WORKFLOW_COMPLETION_RETENTION', '1d'),
+    },
+    storage: {
+      partitions: read.integer('RATCHET_PARTITIONS', 64, { min: 1, max: 4096 }),
+      groupCommit: {
+        maxDelayMs: read.duration('RATCHET_GROUP_COMMIT_MAX_DELAY', '1ms'),
+        maxBatch: read.integer('RATCHET_GROUP_COMMIT_MAX_BATCH', 256, { min: 1, max: 65536 }),
+      },
+    },
+    warnings,
+  };
+  return deepFreeze(config);
+}
+
+/** For logs and error messages: binds as `host:port`, the database password masked. */
+export function describeConfig(config: Config): Record<string, unknown> {
+  const url = config.database.url === undefined ? undefined : redactUrl(new URL(config.database.url));
+  return {
+    ...config,
+    database: { ...config.database, url },
+    ingress: formatBindAddress(config.ingress.bind),
+    admin: formatBindAddress(config.admin.bind),
+    introspection: formatBindAddress(config.introspection.bind),
+    observability: formatBindAddress(config.observability.bind),
+    metrics: formatBindAddress(config.metrics.bind),
+  };
+}

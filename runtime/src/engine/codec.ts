@@ -1,0 +1,276 @@
+import { encodeFrame } from '../protocol/framing.ts';
+import {
+  CombinatorType,
+  ErrorBehavior,
+  MessageType,
+  decodeAwaitingOn,
+  decodeCallCommand,
+  decodeClearStateCommand,
+  decodeCompleteAwakeableCommand,
+  decodeError,
+  decodeGetLazyStateCommand,
+  decodeGetLazyStateKeysCommand,
+  decodeNotification,
+  decodeOneWayCallCommand,
+  decodeOutputCommand,
+  decodeProposeRunCompletion,
+  decodeSendSignalCommand,
+  decodeSetStateCommand,
+  decodeSleepCommand,
+  decodeSuspension,
+  encodeInputCommand,
+  encodeNotification,
+  encodeProposeRunCompletionAck,
+  encodeStart,
+  type Failure as WireFailure,
+  type Future,
+  type NotificationId,
+  type NotificationResult,
+  type StartMessage,
+} from '../protocol/messages.ts';
+import type { AwaitingTree } from './awaiting.ts';
+import type { Failure, Outcome } from './types.ts';
+
+/** The engine's view of the protocol: just the fields it acts on, decoded from the stored bytes. */
+
+export function startFrame(m: StartMessage, protocolVersion: number): Buffer {
+  return encodeFrame(MessageType.Start, encodeStart(m, protocolVersion));
+}
+
+export function inputCommand(headers: [string, string][], body: Uint8Array): Uint8Array {
+  return encodeInputCommand({ headers: headers.map(([key, value]) => ({ key, value })), value: body, name: '' });
+}
+
+export type EngineResult =
+  | { kind: 'void' }
+  | { kind: 'value'; value: Uint8Array }
+  | { kind: 'failure'; failure: Failure }
+  | { kind: 'invocationId'; invocationId: string }
+  | { kind: 'stateKeys'; keys: Uint8Array[] };
+
+export function notification(id: NotificationId, result: EngineResult | NotificationResult): Uint8Array {
+  return encodeNotification({ id, result: toWireResult(result) });
+}
+
+function toWireResult(r: EngineResult | NotificationResult): NotificationResult {
+  if (r.kind !== 'failure') return r;
+  const f = r.failure;
+  if (Array.isArray(f.metadata)) return r as NotificationResult;
+  return {
+    kind: 'failure',
+    failure: {
+      code: f.code,
+      message: f.message,
+      metadata: Object.entries((f as Failure).metadata ?? {}).map(([key, value]) => ({ key, value })),
+    },
+  };
+}
+
+export function fromWireFailure(f: WireFailure): Failure {
+  return f.metadata.length === 0
+    ? { code: f.code, message: f.message }
+    : { code: f.code, message: f.message, metadata: Object.fromEntries(f.metadata.map((m) => [m.key, m.value])) };
+}
+
+export function runAckFrame(completionId: number): Buffer {
+  return encodeFrame(MessageType.ProposeRunCompletionAck, encodeProposeRunCompletionAck({ completionId }));
+}
+
+export function notificationSucceeded(_type: number, raw: Uint8Array): boolean {
+  return decodeNotification(raw).result.kind !== 'failure';
+}
+
+export type Command =
+  | { kind: 'input' }
+  | { kind: 'output'; outcome: Outcome }
+  | { kind: 'setState'; key: Uint8Array; value: Uint8Array }
+  | { kind: 'clearState'; key: Uint8Array }
+  | { kind: 'clearAllState' }
+  | { kind: 'getEagerState' }
+  | { kind: 'getEagerStateKeys' }
+  | { kind: 'getLazyState'; key: Uint8Array; completionId: number }
+  | { kind: 'getLazyStateKeys'; completionId: number }
+  | { kind: 'sleep'; wakeUpTime: bigint; completionId: number }
+  | {
+      kind: 'call';
+      service: string;
+      handler: string;
+      parameter: Uint8Array;
+      headers: [string, string][];
+      key: string;
+      idempotencyKey: string | undefined;
+      invocationIdCompletionId: number;
+      resultCompletionId: number;
+    }
+  | {
+      kind: 'oneWayCall';
+      service: string;
+      handler: string;
+      parameter: Uint8Array;
+      headers: [string, string][];
+      key: string;
+      idempotencyKey: string | undefined;
+      invocationIdCompletionId: number;
+      invokeTime: bigint;
+    }
+  | { kind: 'run' }
+  | {
+      kind: 'sendSignal';
+      targetInvocationId: string;
+      idx: number | undefined;
+      name: string | undefined;
+      result: NotificationResult;
+    }
+  | { kind: 'completeAwakeable'; awakeableId: string; result: NotificationResult }
+  | { kind: 'promise' }
+  | { kind: 'attach' }
+  | { kind: 'getOutput' }
+  | { kind: 'custom' };
+
+function outcomeOf(r: { kind: 'value'; value: Uint8Array } | { kind: 'failure'; failure: WireFailure }): Outcome {
+  return r.kind === 'value' ? { kind: 'success', value: r.value } : { kind: 'failure', failure: fromWireFailure(r.failure) };
+}
+
+export function command(type: number, payload: Uint8Array): Command {
+  switch (type) {
+    case MessageType.InputCommand:
+      return { kind: 'input' };
+    case MessageType.OutputCommand:
+      return { kind: 'output', outcome: outcomeOf(decodeOutputCommand(payload).result) };
+    case MessageType.SetStateCommand: {
+      const m = decodeSetStateCommand(payload);
+      return { kind: 'setState', key: m.key, value: m.value };
+    }
+    case MessageType.ClearStateCommand:
+      return { kind: 'clearState', key: decodeClearStateCommand(payload).key };
+    case MessageType.ClearAllStateCommand:
+      return { kind: 'clearAllState' };
+    case MessageType.GetEagerStateCommand:
+      return { kind: 'getEagerState' };
+    case MessageType.GetEagerStateKeysCommand:
+      return { kind: 'getEagerStateKeys' };
+    case MessageType.GetLazyStateCommand: {
+      const m = decodeGetLazyStateCommand(payload);
+      return { kind: 'getLazyState', key: m.key, completionId: m.resultCompletionId };
+    }
+    case MessageType.GetLazyStateKeysCommand:
+      return { kind: 'getLazyStateKeys', completionId: decodeGetLazyStateKeysCommand(payload).resultCompletionId };
+    case MessageType.SleepCommand: {
+      const m = decodeSleepCommand(payload);
+      return { kind: 'sleep', wakeUpTime: m.wakeUpTime, completionId: m.resultCompletionId };
+    }
+    case MessageType.CallCommand: {
+      const m = decodeCallCommand(payload);
+      return {
+        kind: 'call',
+        service: m.serviceName,
+        handler: m.handlerName,
+        parameter: m.parameter,
+        headers: m.headers.map((h) => [h.key, h.value]),
+        key: m.key,
+        idempotencyKey: m.idempotencyKey === '' ? undefined : m.idempotencyKey,
+        invocationIdCompletionId: m.invocationIdNotificationIdx,
+        resultCompletionId: m.resultCompletionId,
+      };
+    }
+    case MessageType.OneWayCallCommand: {
+      const m = decodeOneWayCallCommand(payload);
+      return {
+        kind: 'oneWayCall',
+        service: m.serviceName,
+        handler: m.handlerName,
+        parameter: m.parameter,
+        headers: m.headers.map((h) => [h.key, h.value]),
+        key: m.key,
+        idempotencyKey: m.idempotencyKey === '' ? undefined : m.idempotencyKey,
+        invocationIdCompletionId: m.invocationIdNotificationIdx,
+        invokeTime: m.invokeTime,
+      };
+    }
+    case MessageType.RunCommand:
+      return { kind: 'run' };
+    case MessageType.SendSignalCommand: {
+      const m = decodeSendSignalCommand(payload);
+      return {
+        kind: 'sendSignal',
+        targetInvocationId: m.targetInvocationId,
+        idx: m.signalId.kind === 'signal' ? m.signalId.idx : undefined,
+        name: m.signalId.kind === 'signalName' ? m.signalId.name : undefined,
+        result: m.result,
+      };
+    }
+    case MessageType.CompleteAwakeableCommand: {
+      const m = decodeCompleteAwakeableCommand(payload);
+      return { kind: 'completeAwakeable', awakeableId: m.awakeableId, result: m.result };
+    }
+    case MessageType.GetPromiseCommand:
+    case MessageType.PeekPromiseCommand:
+    case MessageType.CompletePromiseCommand:
+      return { kind: 'promise' };
+    case MessageType.AttachInvocationCommand:
+      return { kind: 'attach' };
+    case MessageType.GetInvocationOutputCommand:
+      return { kind: 'getOutput' };
+    default:
+      return { kind: 'custom' };
+  }
+}
+
+export function proposeRunCompletion(payload: Uint8Array): {
+  completionId: number;
+  result: { kind: 'value'; value: Uint8Array } | { kind: 'failure'; failure: WireFailure };
+} {
+  const m = decodeProposeRunCompletion(payload);
+  return { completionId: m.resultCompletionId, result: m.result };
+}
+
+function toTree(f: Future): AwaitingTree {
+  const combinator =
+    f.combinatorType === CombinatorType.AllCompleted
+      ? 'all_completed'
+      : f.combinatorType === CombinatorType.FirstSucceededOrAllFailed
+        ? 'first_succeeded_or_all_failed'
+        : f.combinatorType === CombinatorType.AllSucceededOrFirstFailed
+          ? 'all_succeeded_or_first_failed'
+          : 'first_completed';
+  return {
+    combinator,
+    completions: f.waitingCompletions,
+    signals: f.waitingSignals,
+    namedSignals: f.waitingNamedSignals,
+    nested: f.nestedFutures.map(toTree),
+  };
+}
+
+export function suspension(payload: Uint8Array): AwaitingTree {
+  const m = decodeSuspension(payload);
+  if (m.awaitingOn !== undefined) return toTree(m.awaitingOn);
+  return {
+    combinator: 'first_completed',
+    completions: m.waitingCompletions,
+    signals: m.waitingSignals,
+    namedSignals: m.waitingNamedSignals,
+    nested: [],
+  };
+}
+
+export function awaitingOn(payload: Uint8Array): AwaitingTree {
+  return toTree(decodeAwaitingOn(payload).awaitingOn);
+}
+
+export function error(payload: Uint8Array): {
+  code: number;
+  message: string;
+  nextRetryDelayMs: number | undefined;
+  behavior: 'retry' | 'pause' | 'fail';
+  related: { index?: number | undefined; name?: string | undefined; type?: number | undefined };
+} {
+  const m = decodeError(payload);
+  return {
+    code: m.code,
+    message: m.message,
+    nextRetryDelayMs: m.nextRetryDelay === undefined ? undefined : Number(m.nextRetryDelay),
+    behavior: m.behavior === ErrorBehavior.Pause ? 'pause' : m.behavior === ErrorBehavior.Fail ? 'fail' : 'retry',
+    related: { index: m.relatedCommandIndex, name: m.relatedCommandName, type: m.relatedCommandType },
+  };
+}

@@ -1,0 +1,1173 @@
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { ErrorCode } from '../errors/codes.ts';
+import { InvocationId } from '../ids/invocation-id.ts';
+import { partitionKeyForKey, randomPartitionKey } from '../ids/partition-key.ts';
+import { parseAwakeableId } from '../ids/awakeable-id.ts';
+import { Attempt, type AttemptFailure } from '../invoker/attempt.ts';
+import { decideRetry, effectiveRetryPolicy, type RetryPolicy } from '../invoker/retry-policy.ts';
+import { REQUESTED_ACK_FLAG, encodeFrame, type Frame } from '../protocol/framing.ts';
+import { MessageType, isCommand } from '../protocol/message-types.ts';
+import { invocationContentType, negotiateProtocolVersion } from '../protocol/version.ts';
+import type { SchemaRegistry } from '../schema/registry.ts';
+import type { HandlerSchema } from '../schema/types.ts';
+import type { Http1Client, Http2Client } from '../service-client/transport.ts';
+import { newWriteOp, type Stmt, type WriteOp } from '../storage/api.ts';
+import type { GroupCommitter } from '../storage/pg/group-commit.ts';
+import { partitionFor, type PartitionLeases } from '../storage/pg/leases.ts';
+import type { Pool } from '../storage/pg/pool.ts';
+import {
+  getInvocation,
+  insertInvocation,
+  listActiveInvocations,
+  updateInvocation,
+  type InvocationRow,
+  type InvocationUpdate,
+  type NewInvocation,
+} from '../storage/pg/tables/invocations.ts';
+import { loadJournal } from '../storage/pg/tables/journal.ts';
+import { listLocks, releaseLock, takeLock } from '../storage/pg/tables/locks.ts';
+import {
+  awaitResult,
+  deleteOutbox,
+  insertOutbox,
+  listOutbox,
+  resultToWaiters,
+  type OutboxRow,
+} from '../storage/pg/tables/outbox.ts';
+import { clearAllState, clearState, getStateValue, loadState, setState } from '../storage/pg/tables/state.ts';
+import { deleteTimer, deleteTimersOf, insertTimer, listTimers, type TimerRow } from '../storage/pg/tables/timers.ts';
+import { canResume, treeDepth } from './awaiting.ts';
+import * as codec from './codec.ts';
+import { InvocationCtx } from './invocation.ts';
+import { TimerQueue } from './timer-queue.ts';
+import type { AcceptRequest, AcceptResult, CompletedInvocation, Failure, JournalEntry, Outcome } from './types.ts';
+
+export interface EngineOptions {
+  node: string;
+  partitions: number;
+  clusterName: string;
+  defaultRetryPolicy: RetryPolicy;
+  inactivityTimeoutMs: number;
+  abortTimeoutMs: number;
+  messageSizeLimit: number;
+  maxAwaitedFutureDepth: number;
+  defaultIdempotencyRetentionMs: number;
+  defaultJournalRetentionMs: number;
+}
+
+export interface EngineDeps {
+  pool: Pool;
+  committer: GroupCommitter;
+  leases: PartitionLeases;
+  registry: SchemaRegistry;
+  http2: Http2Client;
+  http1: Http1Client;
+  logger: Logger;
+}
+
+type Waiter = (done: CompletedInvocation) => void;
+
+/**
+ * The only writer of invocation state. Every change is a WriteOp committed through the group committer; effects that
+ * others can observe (frames sent to the deployment, results handed to callers) happen only after that commit.
+ */
+export class Engine {
+  private readonly active = new Map<string, InvocationCtx>();
+  private readonly loading = new Map<string, Promise<InvocationCtx | undefined>>();
+  /** Exclusive lock holder per `service/key` and the FIFO inbox behind it. */
+  private readonly locks = new Map<string, string>();
+  private readonly inboxes = new Map<string, string[]>();
+  private readonly waiters = new Map<string, Set<Waiter>>();
+  private readonly timers: TimerQueue<TimerRow>;
+  private attemptSeq = 0;
+  private stopped = false;
+  private readonly log: Logger;
+
+  constructor(
+    private readonly options: EngineOptions,
+    private readonly deps: EngineDeps,
+  ) {
+    this.log = deps.logger.child({ component: 'engine' });
+    this.timers = new TimerQueue((t) => this.fireTimer(t));
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+  // lifecycle
+
+  /** Takes the partitions and picks up everything an earlier process left in flight. */
+  async start(): Promise<void> {
+    const partitions = await this.deps.leases.acquireAll();
+    const pool = this.deps.pool;
+    for (const l of await listLocks(pool)) this.locks.set(lockKey(l.service, l.key), l.invocationId);
+    const rows = await listActiveInvocations(pool, partitions);
+    const timers = await listTimers(pool, partitions);
+    const timed = new Set(timers.filter((t) => t.kind !== 'sleep').map((t) => t.invocationId));
+    const inboxed: InvocationCtx[] = [];
+    for (const row of rows) {
+      const ctx = new InvocationCtx(row);
+      this.active.set(ctx.id, ctx);
+      if (ctx.status === 'inboxed') inboxed.push(ctx);
+    }
+    inboxed.sort((a, b) => (a.inboxSeq! < b.inboxSeq! ? -1 : 1));
+    for (const ctx of inboxed) this.inbox(lockKey(ctx.serviceName, ctx.serviceKey!)).push(ctx.id);
+    for (const t of timers) this.timers.schedule(t, t.fireAt.getTime());
+    for (const ctx of this.active.values()) {
+      if (ctx.status === 'invoked' && !timed.has(ctx.id)) void this.startAttempt(ctx);
+      else if (ctx.status === 'suspended') void this.recheckSuspended(ctx);
+    }
+    for (const row of await listOutbox(pool, partitions)) void this.deliver(row);
+    this.log.info({ partitions: partitions.length, recovered: rows.length, timers: timers.length }, 'engine started');
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.timers.clear();
+    for (const ctx of this.active.values()) ctx.attempt?.abort();
+    await this.deps.committer.close();
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+  // accept
+
+  /** Stores a new invocation (input as journal entry 0) and starts it once committed. */
+  async accept(req: AcceptRequest): Promise<AcceptResult> {
+    const now = new Date();
+    const { ctxRow, inputRaw, executionTime } = this.newInvocation(req, now, undefined);
+    const op = newWriteOp(ctxRow.partitionId);
+    let created = true;
+    const { stmts, ctx } = this.admit(ctxRow, inputRaw, op, now, (inserted) => (created = inserted));
+    op.stmts.push(...stmts);
+    await this.deps.committer.submit(op);
+    if (!created) {
+      this.undoAdmit(ctx);
+      return { id: ctxRow.id, created: false, executionTime };
+    }
+    this.afterAdmit(ctx, executionTime);
+    return { id: ctxRow.id, created: true, executionTime };
+  }
+
+  private newInvocation(
+    req: AcceptRequest,
+    now: Date,
+    caller: { id: string; target: string } | undefined,
+  ): { ctxRow: NewInvocation; inputRaw: Uint8Array; executionTime: Date | undefined } {
+    const key = req.key ?? null;
+    let id: string;
+    if (req.service.ty === 'Workflow' && req.handler.ty === 'Workflow') {
+      id = InvocationId.forWorkflow(req.service.name, key!);
+    } else if (req.idempotencyKey !== undefined) {
+      id = InvocationId.forIdempotent(req.service.name, key ?? undefined, req.handler.name, req.idempotencyKey);
+    } else {
+      id = InvocationId.generate(key === null ? randomPartitionKey(req.service.name) : partitionKeyForKey(key));
+    }
+    const pk = InvocationId.partitionKey(id as InvocationId);
+    const executionTime = req.delayMs !== undefined && req.delayMs > 0 ? new Date(now.getTime() + req.delayMs) : undefined;
+    const service = this.deps.registry.service(req.service.name);
+    const retention =
+      req.handler.idempotencyRetentionMs ??
+      service?.overrides.idempotencyRetentionMs ??
+      service?.schema.idempotencyRetentionMs ??
+      this.options.defaultIdempotencyRetentionMs;
+    const journalRetention =
+      req.handler.journalRetentionMs ??
+      service?.overrides.journalRetentionMs ??
+      service?.schema.journalRetentionMs ??
+      this.options.defaultJournalRetentionMs;
+    return {
+      ctxRow: {
+        id,
+        partitionKey: pk,
+        partitionId: partitionFor(pk, this.options.partitions),
+        serviceName: req.service.name,
+        serviceKey: key,
+        handlerName: req.handler.name,
+        serviceTy: req.service.ty,
+        handlerTy: req.handler.ty ?? null,
+        status: executionTime === undefined ? 'invoked' : 'scheduled',
+        idempotencyKey: req.idempotencyKey ?? null,
+        invokedBy: req.invokedBy,
+        invokedById: caller?.id ?? null,
+        invokedByTarget: caller?.target ?? null,
+        randomSeed: randomBytes(8).readBigUInt64BE(),
+        journalLength: 1,
+        inboxSeq: false,
+        createdAt: now,
+        scheduledStartAt: executionTime ?? null,
+        completionRetentionMs: retention,
+        journalRetentionMs: journalRetention,
+      },
+      inputRaw: codec.inputCommand(req.headers, req.body),
+      executionTime,
+    };
+  }
+
+  /**
+   * Builds the statements that create an invocation: row, Input entry, and either a start timer (delayed), a place
+   * in the key's inbox (exclusive handler of a busy key) or the key's lock. Memory is updated at once; `undoAdmit`
+   * reverts it when the row turned out to exist already.
+   */
+  private admit(
+    row: NewInvocation,
+    inputRaw: Uint8Array,
+    op: WriteOp,
+    now: Date,
+    onInserted: (inserted: boolean) => void,
+  ): { stmts: Stmt[]; ctx: InvocationCtx } {
+    const stmts: Stmt[] = [];
+    const exclusive = row.serviceKey !== null && (row.handlerTy === 'Exclusive' || row.handlerTy === 'Workflow');
+    const lk = exclusive ? lockKey(row.serviceName, row.serviceKey!) : undefined;
+    if (row.status === 'invoked' && lk !== undefined && this.locks.has(lk)) {
+      row.status = 'inboxed';
+      row.inboxSeq = true;
+    }
+    stmts.push(insertInvocation(row, onInserted));
+    op.journal.push({ invocationId: row.id, index: 0, entryType: MessageType.InputCommand, raw: inputRaw, appendedAt: now });
+    const ctx = new InvocationCtx({
+      ...row,
+      inboxSeq: null,
+      deploymentId: null,
+      protocolVersion: null,
+      retryCount: 0,
+      retryCountSinceAppend: 0,
+      lastAppendAt: now,
+      awaiting: null,
+      completedAt: null,
+      resultKind: null,
+      output: null,
+      failureCode: null,
+      failureMessage: null,
+      failureMetadata: null,
+    });
+    ctx.journal = [{ index: 0, type: MessageType.InputCommand, raw: inputRaw }];
+    if (row.status === 'scheduled') {
+      stmts.push(
+        insertTimer(
+          { partitionId: row.partitionId, fireAt: row.scheduledStartAt!, invocationId: row.id, kind: 'start', completionId: null },
+          (id) => (ctx.pendingTimer = { id, partitionId: row.partitionId, fireAt: row.scheduledStartAt!, invocationId: row.id, kind: 'start', completionId: null }),
+        ),
+      );
+    } else if (row.status === 'inboxed') {
+      this.inbox(lk!).push(row.id);
+    } else if (lk !== undefined) {
+      this.locks.set(lk, row.id);
+      stmts.push(takeLock(row.serviceName, row.serviceKey!, row.id));
+    }
+    this.active.set(row.id, ctx);
+    return { stmts, ctx };
+  }
+
+  private undoAdmit(ctx: InvocationCtx): void {
+    if (this.active.get(ctx.id) === ctx) this.active.delete(ctx.id);
+    if (ctx.serviceKey !== null) {
+      const lk = lockKey(ctx.serviceName, ctx.serviceKey);
+      const q = this.inboxes.get(lk);
+      if (q !== undefined) {
+        const i = q.indexOf(ctx.id);
+        if (i >= 0) q.splice(i, 1);
+      }
+    }
+  }
+
+  private afterAdmit(ctx: InvocationCtx, _executionTime: Date | undefined): void {
+    if (ctx.pendingTimer !== undefined) {
+      this.timers.schedule(ctx.pendingTimer, ctx.pendingTimer.fireAt.getTime());
+      ctx.pendingTimer = undefined;
+    }
+    if (ctx.status === 'invoked') void this.startAttempt(ctx);
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+  // results
+
+  /** Resolves when the invocation completes (at once if it already has). */
+  async awaitCompletion(id: string): Promise<CompletedInvocation | undefined> {
+    let resolve!: Waiter;
+    const done = new Promise<CompletedInvocation>((r) => (resolve = r));
+    let set = this.waiters.get(id);
+    if (set === undefined) this.waiters.set(id, (set = new Set()));
+    set.add(resolve);
+    try {
+      if (!this.active.has(id)) {
+        const row = await getInvocation(this.deps.pool, id);
+        if (row === undefined) return undefined;
+        if (row.status === 'completed') return completedFromRow(row);
+      }
+      return await done;
+    } finally {
+      set.delete(resolve);
+      if (set.size === 0 && this.waiters.get(id) === set) this.waiters.delete(id);
+    }
+  }
+
+  async getCompleted(id: string): Promise<{ row: InvocationRow; done?: CompletedInvocation } | undefined> {
+    const row = await getInvocation(this.deps.pool, id);
+    if (row === undefined) return undefined;
+    return row.status === 'completed' ? { row, done: completedFromRow(row) } : { row };
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+  // attempts
+
+  private async startAttempt(ctx: InvocationCtx): Promise<void> {
+    if (this.stopped || ctx.starting || (ctx.attempt !== undefined && !ctx.attempt.isFinished)) return;
+    if (ctx.status !== 'invoked') return;
+    ctx.starting = true;
+    try {
+      await ctx.ensureJournal(() => this.loadEntries(ctx.id));
+      // Never hand the deployment an entry that is not durable yet (a run ack before its commit, for example).
+      let pending = ctx.lastWrite;
+      await pending;
+      while (pending !== ctx.lastWrite) {
+        pending = ctx.lastWrite;
+        await pending;
+      }
+      if (this.stopped || ctx.status !== 'invoked' || this.active.get(ctx.id) !== ctx) return;
+
+      const pinned = this.pinDeployment(ctx);
+      if ('failure' in pinned) {
+        this.handleFailure(ctx, pinned.failure);
+        return;
+      }
+      const { deployment, protocolVersion } = pinned;
+      const service = this.deps.registry.service(ctx.serviceName);
+      const handler = service?.schema.handlers.find((h) => h.name === ctx.handlerName);
+      const lazy = handler?.enableLazyState ?? service?.schema.enableLazyState ?? false;
+      let stateMap: { key: Uint8Array; value: Uint8Array }[] = [];
+      let partialState = true;
+      if (ctx.serviceKey !== null && !lazy) {
+        stateMap = await loadState(this.deps.pool, ctx.serviceName, ctx.serviceKey);
+        partialState = false;
+      }
+      if (this.stopped || ctx.status !== 'invoked' || this.active.get(ctx.id) !== ctx) return;
+
+      const journal = ctx.journal!;
+      const startFrame = codec.startFrame(
+        {
+          id: InvocationId.toRaw(ctx.id as InvocationId),
+          debugId: ctx.id,
+          knownEntries: journal.length,
+          stateMap,
+          partialState,
+          key: ctx.serviceKey ?? '',
+          retryCountSinceLastStoredEntry: ctx.retrySinceAppend,
+          durationSinceLastStoredEntry: BigInt(Math.max(0, Date.now() - ctx.lastAppendAt)),
+          randomSeed: ctx.randomSeed,
+        },
+        protocolVersion,
+      );
+      const frames = [startFrame, ...journal.map((e) => encodeFrame(e.type, e.raw))];
+      const bidi = deployment.protocolType === 'BidiStream';
+      const contentType = invocationContentType(protocolVersion);
+      const url = new URL(`invoke/${encodeURIComponent(ctx.serviceName)}/${encodeURIComponent(ctx.handlerName)}`, deployment.uri);
+      const headers: Record<string, string> = {
+        ...deployment.additionalHeaders,
+        'content-type': contentType,
+        accept: contentType,
+        'x-restate-invocation-id': ctx.id,
+        'x-restate-cluster-name': this.options.clusterName,
+      };
+      if (ctx.serviceKey !== null) headers['x-restate-service-key'] = encodeURIComponent(ctx.serviceKey);
+      const inactivity =
+        handler?.inactivityTimeoutMs ??
+        service?.overrides.inactivityTimeoutMs ??
+        service?.schema.inactivityTimeoutMs ??
+        this.options.inactivityTimeoutMs;
+      const abort =
+        handler?.abortTimeoutMs ?? service?.overrides.abortTimeoutMs ?? service?.schema.abortTimeoutMs ?? this.options.abortTimeoutMs;
+      const client = deployment.httpVersion === 'HTTP/1.1' ? this.deps.http1 : this.deps.http2;
+      const attempt = new Attempt(
+        ++this.attemptSeq,
+        {
+          request: { url, headers },
+          open: (req, h) => client.open(req, h),
+          bidi,
+          contentType,
+          inactivityTimeoutMs: inactivity,
+          abortTimeoutMs: abort,
+          maxMessageSize: this.options.messageSizeLimit,
+        },
+        {
+          onFrame: (a, f) => this.onFrame(ctx, a, f),
+          onFailed: (a, failure) => {
+            if (ctx.attempt !== a) return;
+            ctx.attempt = undefined;
+            this.handleFailure(ctx, { code: 500, message: failure.message, rtCode: failure.code, retryAfterMs: failure.retryAfterMs });
+          },
+        },
+      );
+      ctx.attempt = attempt;
+      ctx.attemptSnapshot = journal.length;
+      ctx.fromSdk.clear();
+      ctx.awaiting = undefined;
+      this.write(ctx, [updateInvocation(ctx.id, { lastStartAt: new Date(), lastAttemptDeploymentId: deployment.id, runningAt: new Date() }, new Date())]);
+      attempt.start(frames);
+    } catch (err) {
+      this.log.error({ err, 'service.invocation.id': ctx.id }, 'could not start an attempt');
+      this.poison(ctx);
+    } finally {
+      ctx.starting = false;
+    }
+  }
+
+  private pinDeployment(
+    ctx: InvocationCtx,
+  ):
+    | { deployment: NonNullable<ReturnType<SchemaRegistry['deployment']>>; protocolVersion: number }
+    | { failure: EngineFailure } {
+    const registry = this.deps.registry;
+    if (ctx.deploymentId !== null && ctx.protocolVersion !== null) {
+      const d = registry.deployment(ctx.deploymentId);
+      if (d === undefined) {
+        return { failure: { code: 500, rtCode: 'RT0011', message: `the deployment ${ctx.deploymentId} pinned by this invocation is gone` } };
+      }
+      return { deployment: d, protocolVersion: ctx.protocolVersion };
+    }
+    const service = registry.service(ctx.serviceName);
+    const d = service === undefined ? undefined : registry.deployment(service.deploymentId);
+    if (d === undefined) {
+      return { failure: { code: 500, rtCode: 'RT0011', message: `no deployment found for service ${ctx.serviceName}` } };
+    }
+    const v = negotiateProtocolVersion(d.minProtocolVersion, d.maxProtocolVersion);
+    if (v === undefined) {
+      return {
+        failure: { code: 500, rtCode: 'RT0013', message: `deployment ${d.id} supports none of the service protocol versions 5 to 7` },
+      };
+    }
+    ctx.deploymentId = d.id;
+    ctx.protocolVersion = v;
+    this.write(ctx, [updateInvocation(ctx.id, { deploymentId: d.id, protocolVersion: v }, new Date())]);
+    return { deployment: d, protocolVersion: v };
+  }
+
+  private onFrame(ctx: InvocationCtx, attempt: Attempt, frame: Frame): void {
+    if (ctx.attempt !== attempt || ctx.poisoned) return;
+    try {
+      if (isCommand(frame.type)) {
+        this.onCommand(ctx, attempt, frame);
+        return;
+      }
+      switch (frame.type) {
+        case MessageType.ProposeRunCompletion:
+          this.onRunProposal(ctx, attempt, frame);
+          return;
+        case MessageType.AwaitingOn: {
+          const tree = codec.awaitingOn(frame.payload);
+          if (treeDepth(tree) > this.options.maxAwaitedFutureDepth) {
+            attempt.markTerminal();
+            ctx.attempt = undefined;
+            this.pause(ctx, { code: 500, rtCode: 'RT0025', message: `awaited future depth exceeds ${this.options.maxAwaitedFutureDepth}` });
+          }
+          return;
+        }
+        case MessageType.Suspension:
+          attempt.markTerminal();
+          ctx.attempt = undefined;
+          void this.onSuspension(ctx, codec.suspension(frame.payload));
+          return;
+        case MessageType.Error: {
+          attempt.markTerminal();
+          ctx.attempt = undefined;
+          const e = codec.error(frame.payload);
+          this.onSdkError(ctx, e);
+          return;
+        }
+        case MessageType.End:
+          attempt.markTerminal();
+          ctx.attempt = undefined;
+          this.onEnd(ctx);
+          return;
+        default:
+          this.protocolViolation(ctx, attempt, `unexpected message type 0x${frame.type.toString(16)} from the deployment`);
+      }
+    } catch (err) {
+      this.protocolViolation(ctx, attempt, `bad message 0x${frame.type.toString(16)}: ${(err as Error).message}`);
+    }
+  }
+
+  private protocolViolation(ctx: InvocationCtx, attempt: Attempt, message: string): void {
+    attempt.abort();
+    if (ctx.attempt === attempt) ctx.attempt = undefined;
+    this.handleFailure(ctx, { code: 571, rtCode: 'RT0012', message });
+  }
+
+  /** Persist first (in arrival order), then act. Invalid commands fail the attempt without being persisted. */
+  private onCommand(ctx: InvocationCtx, attempt: Attempt, frame: Frame): void {
+    const cmd = codec.command(frame.type, frame.payload);
+    const keyed = ctx.serviceKey !== null;
+    const canWrite = ctx.handlerTy === 'Exclusive' || ctx.handlerTy === 'Workflow';
+    const now = new Date();
+    const stmts: Stmt[] = [];
+    const after: (() => void)[] = [];
+    const journalExtra: Partial<JournalEntry & { name: string; invokedId: string; invokedTarget: string; sleepWakeupAt: Date }> = {};
+    const op = newWriteOp(ctx.partitionId);
+    const reject = (rtCode: ErrorCode, message: string): void => {
+      attempt.abort();
+      if (ctx.attempt === attempt) ctx.attempt = undefined;
+      this.handleFailure(ctx, { code: 500, rtCode, message });
+    };
+
+    switch (cmd.kind) {
+      case 'input':
+        reject('RT0012', 'the deployment sent an Input command');
+        return;
+      case 'output':
+        ctx.output = cmd.outcome;
+        break;
+      case 'setState':
+      case 'clearState':
+      case 'clearAllState':
+        if (!keyed || !canWrite) {
+          reject('RT0017', `${ctx.target} cannot write state: only exclusive handlers of virtual objects and workflows can`);
+          return;
+        }
+        if (cmd.kind === 'setState') stmts.push(setState(ctx.serviceName, ctx.serviceKey!, ctx.partitionKey, cmd.key, cmd.value));
+        else if (cmd.kind === 'clearState') stmts.push(clearState(ctx.serviceName, ctx.serviceKey!, cmd.key));
+        else stmts.push(clearAllState(ctx.serviceName, ctx.serviceKey!));
+        break;
+      case 'getEagerState':
+      case 'getEagerStateKeys':
+        if (!keyed) {
+          reject('RT0017', `${ctx.target} has no state: only virtual objects and workflows have state`);
+          return;
+        }
+        break;
+      case 'getLazyState':
+      case 'getLazyStateKeys': {
+        if (!keyed) {
+          reject('RT0017', `${ctx.target} has no state: only virtual objects and workflows have state`);
+          return;
+        }
+        const completionId = cmd.completionId;
+        const stateKey = cmd.kind === 'getLazyState' ? cmd.key : undefined;
+        after.push(() => void this.answerLazyState(ctx, completionId, stateKey));
+        break;
+      }
+      case 'sleep': {
+        const fireAt = new Date(Number(cmd.wakeUpTime));
+        journalExtra.sleepWakeupAt = fireAt;
+        const t = { partitionId: ctx.partitionId, fireAt, invocationId: ctx.id, kind: 'sleep' as const, completionId: cmd.completionId };
+        stmts.push(insertTimer(t, (id) => after.push(() => this.timers.schedule({ ...t, id }, fireAt.getTime()))));
+        break;
+      }
+      case 'call':
+      case 'oneWayCall': {
+        const target = this.deps.registry.service(cmd.service);
+        const handler = target?.schema.handlers.find((h) => h.name === cmd.handler);
+        if (target === undefined || handler === undefined) {
+          reject('RT0018', `the call targets ${cmd.service}/${cmd.handler}, which is not registered`);
+          return;
+        }
+        const keyedTarget = target.schema.ty !== 'Service';
+        const childReq: AcceptRequest = {
+          service: { name: target.schema.name, ty: target.schema.ty },
+          handler,
+          key: keyedTarget ? cmd.key : undefined,
+          body: cmd.parameter,
+          headers: cmd.headers,
+          delayMs: cmd.kind === 'oneWayCall' && cmd.invokeTime > 0n ? Number(cmd.invokeTime) - now.getTime() : undefined,
+          idempotencyKey: cmd.idempotencyKey,
+          invokedBy: 'service',
+        };
+        const { ctxRow, inputRaw } = this.newInvocation(childReq, now, { id: ctx.id, target: ctx.target });
+        if (cmd.kind === 'oneWayCall' && ctxRow.status === 'scheduled') ctxRow.scheduledStartAt = new Date(Number(cmd.invokeTime));
+        let childCreated = true;
+        const child = this.admit(ctxRow, inputRaw, op, now, (inserted) => (childCreated = inserted));
+        stmts.push(...child.stmts);
+        journalExtra.invokedId = ctxRow.id;
+        journalExtra.invokedTarget = keyedTarget ? `${cmd.service}/${cmd.key}/${cmd.handler}` : `${cmd.service}/${cmd.handler}`;
+        after.push(() => {
+          if (childCreated) this.afterAdmit(child.ctx, undefined);
+          else this.undoAdmit(child.ctx);
+        });
+        // The entry itself goes first; the invocation-id notification follows it in the same transaction.
+        const entry = this.appendEntry(ctx, op, { type: frame.type, raw: frame.payload }, now, journalExtra);
+        ctx.fromSdk.add(entry.index);
+        const idNote = this.appendEntry(
+          ctx,
+          op,
+          {
+            type: MessageType.CallInvocationIdCompletionNotification,
+            raw: codec.notification({ kind: 'completion', id: cmd.invocationIdCompletionId }, { kind: 'invocationId', invocationId: ctxRow.id }),
+            completionId: cmd.invocationIdCompletionId,
+            success: true,
+          },
+          now,
+        );
+        if (cmd.kind === 'call') {
+          stmts.push(
+            awaitResult(ctxRow.id, ctx.id, ctx.partitionId, cmd.resultCompletionId, MessageType.CallCompletionNotification, (row) =>
+              after.push(() => void this.deliver(row)),
+            ),
+          );
+        }
+        op.stmts.push(...stmts);
+        this.commit(ctx, op, () => {
+          for (const f of after) f();
+          this.sendCommitted(ctx, idNote);
+        });
+        return;
+      }
+      case 'run':
+        break;
+      case 'sendSignal':
+      case 'completeAwakeable': {
+        let targetId: string;
+        let idx: number | undefined;
+        let name: string | undefined;
+        if (cmd.kind === 'completeAwakeable') {
+          let parsed;
+          try {
+            parsed = parseAwakeableId(cmd.awakeableId);
+          } catch (err) {
+            reject('RT0017', `bad awakeable id '${cmd.awakeableId}': ${(err as Error).message}`);
+            return;
+          }
+          if (parsed.kind === 'legacy') {
+            reject('RT0017', `awakeable id '${cmd.awakeableId}' uses the legacy prom_1 form, which service protocol V5+ cannot complete`);
+            return;
+          }
+          targetId = parsed.invocationId;
+          idx = parsed.index;
+        } else {
+          targetId = cmd.targetInvocationId;
+          idx = cmd.idx;
+          name = cmd.name;
+        }
+        const targetParsed = InvocationId.tryParse(targetId);
+        if (targetParsed === undefined) {
+          reject('RT0017', `bad target invocation id '${targetId}'`);
+          return;
+        }
+        stmts.push(
+          insertOutbox(
+            {
+              partitionId: partitionFor(InvocationId.partitionKey(targetParsed), this.options.partitions),
+              targetInvocationId: targetParsed,
+              entryType: MessageType.SignalNotification,
+              completionId: null,
+              signalIdx: idx ?? null,
+              signalName: name ?? null,
+              sourceInvocationId: null,
+              raw: Buffer.from(
+                codec.notification(idx !== undefined ? { kind: 'signal', idx } : { kind: 'signalName', name: name! }, cmd.result),
+              ),
+            },
+            (row) => after.push(() => void this.deliver(row)),
+          ),
+        );
+        break;
+      }
+      default:
+        reject('RT0012', `the ${cmd.kind} command is not supported by this runtime yet`);
+        return;
+    }
+    const entry = this.appendEntry(ctx, op, { type: frame.type, raw: frame.payload }, now, journalExtra);
+    ctx.fromSdk.add(entry.index);
+    op.stmts.push(...stmts);
+    this.commit(ctx, op, () => {
+      for (const f of after) f();
+    });
+  }
+
+  private async answerLazyState(ctx: InvocationCtx, completionId: number, stateKey: Uint8Array | undefined): Promise<void> {
+    try {
+      await ctx.lastWrite;
+      let raw: Uint8Array;
+      let type: number;
+      if (stateKey !== undefined) {
+        const value = await getStateValue(this.deps.pool, ctx.serviceName, ctx.serviceKey!, stateKey);
+        raw = codec.notification({ kind: 'completion', id: completionId }, value === undefined ? { kind: 'void' } : { kind: 'value', value });
+        type = MessageType.GetLazyStateCompletionNotification;
+      } else {
+        const rows = await loadState(this.deps.pool, ctx.serviceName, ctx.serviceKey!);
+        raw = codec.notification({ kind: 'completion', id: completionId }, { kind: 'stateKeys', keys: rows.map((r) => r.key) });
+        type = MessageType.GetLazyStateKeysCompletionNotification;
+      }
+      await this.appendNotification(ctx, { type, raw, completionId, success: true }, []);
+    } catch (err) {
+      this.log.warn({ err, 'service.invocation.id': ctx.id }, 'could not answer a lazy state read');
+      this.poison(ctx);
+    }
+  }
+
+  private onRunProposal(ctx: InvocationCtx, attempt: Attempt, frame: Frame): void {
+    const p = codec.proposeRunCompletion(frame.payload);
+    if (ctx.hasCompletion(p.completionId)) {
+      // A proposal for an already completed run (a replay race): the stored result stands.
+      return;
+    }
+    const now = new Date();
+    const op = newWriteOp(ctx.partitionId);
+    const entry = this.appendEntry(
+      ctx,
+      op,
+      {
+        type: MessageType.RunCompletionNotification,
+        raw: codec.notification({ kind: 'completion', id: p.completionId }, p.result),
+        completionId: p.completionId,
+        success: p.result.kind !== 'failure',
+      },
+      now,
+    );
+    const wantsAck = ctx.protocolVersion !== null && ctx.protocolVersion >= 7 && (frame.flags & REQUESTED_ACK_FLAG) !== 0;
+    this.commit(ctx, op, () => {
+      // The ack (or the full notification) goes out only now that the result is durable.
+      if (ctx.attempt !== attempt || !attempt.canSend) return;
+      if (wantsAck) attempt.send(codec.runAckFrame(p.completionId));
+      else attempt.send(encodeFrame(entry.type, entry.raw));
+    });
+  }
+
+  private async onSuspension(ctx: InvocationCtx, awaiting: ReturnType<typeof codec.suspension>): Promise<void> {
+    try {
+      await ctx.lastWrite;
+    } catch {
+      return;
+    }
+    if (ctx.poisoned || ctx.status !== 'invoked' || ctx.attempt !== undefined) return;
+    if (canResume(awaiting, ctx)) {
+      // What it waits for is already here (a run proposal in the same response, or a completion that raced the close).
+      void this.startAttempt(ctx);
+      return;
+    }
+    ctx.status = 'suspended';
+    ctx.awaiting = awaiting;
+    this.write(ctx, [updateInvocation(ctx.id, { status: 'suspended', awaiting, journalLength: ctx.journal!.length }, new Date())]);
+  }
+
+  private async recheckSuspended(ctx: InvocationCtx): Promise<void> {
+    await ctx.ensureJournal(() => this.loadEntries(ctx.id));
+    if (ctx.status === 'suspended' && ctx.awaiting !== undefined && canResume(ctx.awaiting, ctx)) this.resume(ctx);
+  }
+
+  private resume(ctx: InvocationCtx): void {
+    ctx.status = 'invoked';
+    ctx.awaiting = undefined;
+    this.write(ctx, [updateInvocation(ctx.id, { status: 'invoked', awaiting: null }, new Date())]);
+    void this.startAttempt(ctx);
+  }
+
+  private onSdkError(ctx: InvocationCtx, e: ReturnType<typeof codec.error>): void {
+    const rtCode: ErrorCode = e.code === 570 ? 'RT0016' : e.code === 571 ? 'RT0012' : e.code === 573 ? 'RT0012' : 'RT0007';
+    const failure: EngineFailure = {
+      code: e.code,
+      message: e.message,
+      rtCode,
+      ...(e.nextRetryDelayMs === undefined ? {} : { retryAfterMs: e.nextRetryDelayMs }),
+      related: e.related,
+    };
+    if (e.behavior === 'pause') {
+      this.pause(ctx, failure);
+    } else if (e.behavior === 'fail') {
+      this.complete(ctx, { kind: 'failure', failure: { code: e.code, message: e.message } });
+    } else {
+      this.handleFailure(ctx, failure);
+    }
+  }
+
+  private onEnd(ctx: InvocationCtx): void {
+    const outcome = ctx.output;
+    if (outcome === undefined) {
+      this.handleFailure(ctx, { code: 571, rtCode: 'RT0012', message: 'the deployment sent End without an Output command' });
+      return;
+    }
+    this.complete(ctx, outcome);
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+  // failures, retries, pause
+
+  private handleFailure(ctx: InvocationCtx, failure: EngineFailure): void {
+    if (ctx.poisoned || ctx.status !== 'invoked') return;
+    ctx.retryCount += 1;
+    ctx.retrySinceAppend += 1;
+    const service = this.deps.registry.service(ctx.serviceName);
+    const handler = service?.schema.handlers.find((h) => h.name === ctx.handlerName);
+    const policy = effectiveRetryPolicy(this.options.defaultRetryPolicy, service?.schema.retryPolicy ?? {}, handler?.retryPolicy ?? {});
+    const decision = decideRetry(policy, ctx.retryCount, failure.retryAfterMs);
+    this.log.warn(
+      { 'service.invocation.id': ctx.id, code: failure.rtCode, attempt: ctx.retryCount, err: failure.message },
+      `[${failure.rtCode}] invocation attempt failed`,
+    );
+    if (decision.kind === 'exhausted') {
+      if (decision.onMaxAttempts === 'Kill') {
+        this.complete(ctx, { kind: 'failure', failure: { code: failure.code === 500 || failure.code < 400 ? 500 : failure.code, message: failure.message } });
+      } else {
+        this.pause(ctx, failure);
+      }
+      return;
+    }
+    const now = new Date();
+    const fireAt = new Date(now.getTime() + decision.delayMs);
+    const t = { partitionId: ctx.partitionId, fireAt, invocationId: ctx.id, kind: 'retry' as const, completionId: null };
+    let timerId = '';
+    this.write(
+      ctx,
+      [
+        updateInvocation(ctx.id, { ...failureColumns(ctx, failure), nextRetryAt: fireAt }, now),
+        insertTimer(t, (id) => (timerId = id)),
+      ],
+      () => this.timers.schedule({ ...t, id: timerId }, fireAt.getTime()),
+    );
+  }
+
+  private pause(ctx: InvocationCtx, failure: EngineFailure): void {
+    ctx.attempt?.abort();
+    ctx.attempt = undefined;
+    ctx.status = 'paused';
+    this.write(ctx, [updateInvocation(ctx.id, { ...failureColumns(ctx, failure), status: 'paused', nextRetryAt: null }, new Date())]);
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+  // completion
+
+  private complete(ctx: InvocationCtx, outcome: Outcome): void {
+    ctx.attempt?.abort();
+    ctx.attempt = undefined;
+    ctx.status = 'completed';
+    const now = new Date();
+    const op = newWriteOp(ctx.partitionId);
+    const delivered: OutboxRow[] = [];
+    op.stmts.push(
+      updateInvocation(
+        ctx.id,
+        {
+          status: 'completed',
+          completedAt: now,
+          journalLength: ctx.journal?.length ?? 0,
+          nextRetryAt: null,
+          awaiting: null,
+          ...(outcome.kind === 'success'
+            ? { resultKind: 'success' as const, output: outcome.value }
+            : {
+                resultKind: 'failure' as const,
+                failureCode: outcome.failure.code,
+                failureMessage: outcome.failure.message,
+                failureMetadata: outcome.failure.metadata ?? null,
+              }),
+        },
+        now,
+      ),
+      deleteTimersOf(ctx.id),
+      resultToWaiters(ctx.id, MessageType.CallCompletionNotification, (row) => delivered.push(row)),
+    );
+    let next: InvocationCtx | undefined;
+    if (ctx.isExclusiveKeyed) {
+      const lk = lockKey(ctx.serviceName, ctx.serviceKey!);
+      if (this.locks.get(lk) === ctx.id) {
+        op.stmts.push(releaseLock(ctx.serviceName, ctx.serviceKey!, ctx.id));
+        this.locks.delete(lk);
+        const queue = this.inboxes.get(lk);
+        const nextId = queue?.shift();
+        if (queue !== undefined && queue.length === 0) this.inboxes.delete(lk);
+        next = nextId === undefined ? undefined : this.active.get(nextId);
+        if (next !== undefined) {
+          this.locks.set(lk, next.id);
+          next.status = 'invoked';
+          op.stmts.push(takeLock(next.serviceName, next.serviceKey!, next.id), updateInvocation(next.id, { status: 'invoked', inboxSeq: null }, now));
+        }
+      }
+    }
+    const done: CompletedInvocation = { id: ctx.id, outcome, completedAt: now, completionRetentionMs: ctx.completionRetentionMs };
+    this.commit(ctx, op, () => {
+      this.timers.removeWhere((t) => t.invocationId === ctx.id);
+      if (this.active.get(ctx.id) === ctx) this.active.delete(ctx.id);
+      const set = this.waiters.get(ctx.id);
+      if (set !== undefined) for (const w of [...set]) w(done);
+      for (const row of delivered) void this.deliver(row);
+      if (next !== undefined) void this.startAttempt(next);
+    });
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+  // notifications, outbox, timers
+
+  /** Appends a runtime-authored notification; sends it to a live attempt or resumes a suspended invocation. */
+  private async appendNotification(ctx: InvocationCtx, entry: Omit<JournalEntry, 'index'>, extra: Stmt[]): Promise<void> {
+    if (ctx.status === 'completed' || ctx.poisoned) {
+      if (extra.length > 0) await this.deps.committer.submit({ partitions: [ctx.partitionId], stmts: extra, journal: [] });
+      return;
+    }
+    await ctx.ensureJournal(() => this.loadEntries(ctx.id));
+    if ((ctx.status as string) === 'completed' || ctx.poisoned) {
+      if (extra.length > 0) await this.deps.committer.submit({ partitions: [ctx.partitionId], stmts: extra, journal: [] });
+      return;
+    }
+    const op = newWriteOp(ctx.partitionId);
+    const e = this.appendEntry(ctx, op, entry, new Date());
+    op.stmts.push(...extra);
+    let resume = false;
+    if (ctx.status === 'suspended' && ctx.awaiting !== undefined && canResume(ctx.awaiting, ctx)) {
+      resume = true;
+      ctx.status = 'invoked';
+      ctx.awaiting = undefined;
+      op.stmts.push(updateInvocation(ctx.id, { status: 'invoked', awaiting: null }, new Date()));
+    }
+    await this.commit(ctx, op, () => {
+      if (resume) void this.startAttempt(ctx);
+      else this.sendCommitted(ctx, e);
+    });
+  }
+
+  private sendCommitted(ctx: InvocationCtx, e: JournalEntry): void {
+    const attempt = ctx.attempt;
+    if (attempt !== undefined && attempt.canSend && e.index >= ctx.attemptSnapshot && !ctx.fromSdk.has(e.index)) {
+      attempt.send(encodeFrame(e.type, e.raw));
+    }
+  }
+
+  private async deliver(row: OutboxRow): Promise<void> {
+    try {
+      const target = await this.load(row.targetInvocationId);
+      const remove = deleteOutbox(row.seq);
+      if (target === undefined) {
+        await this.deps.committer.submit({ partitions: [row.partitionId], stmts: [remove], journal: [] });
+        return;
+      }
+      let raw = row.raw ?? undefined;
+      let success = true;
+      if (raw === undefined) {
+        const source = row.sourceInvocationId === null ? undefined : await getInvocation(this.deps.pool, row.sourceInvocationId);
+        const result = source === undefined ? undefined : completedFromRow(source);
+        const outcome: Outcome = result?.outcome ?? {
+          kind: 'failure',
+          failure: { code: 404, message: `invocation ${row.sourceInvocationId ?? ''} was purged before its result was delivered` },
+        };
+        success = outcome.kind === 'success';
+        raw = Buffer.from(
+          codec.notification(
+            { kind: 'completion', id: row.completionId! },
+            outcome.kind === 'success' ? { kind: 'value', value: outcome.value } : { kind: 'failure', failure: outcome.failure },
+          ),
+        );
+      } else {
+        success = codec.notificationSucceeded(row.entryType, raw);
+      }
+      if (target.status === 'completed') {
+        await this.deps.committer.submit({ partitions: [row.partitionId], stmts: [remove], journal: [] });
+        return;
+      }
+      await this.appendNotification(
+        target,
+        {
+          type: row.entryType,
+          raw,
+          completionId: row.completionId ?? undefined,
+          signalIdx: row.signalIdx ?? undefined,
+          signalName: row.signalName ?? undefined,
+          success,
+        },
+        [remove],
+      );
+    } catch (err) {
+      this.log.warn({ err, seq: row.seq }, 'outbox delivery failed; it is retried on the next start');
+    }
+  }
+
+  private async fireTimer(t: TimerRow): Promise<void> {
+    if (this.stopped) return;
+    try {
+      const ctx = await this.load(t.invocationId);
+      const remove = deleteTimer(t.id);
+      if (ctx === undefined || ctx.status === 'completed') {
+        await this.deps.committer.submit({ partitions: [t.partitionId], stmts: [remove], journal: [] });
+        return;
+      }
+      switch (t.kind) {
+        case 'sleep':
+          await this.appendNotification(
+            ctx,
+            {
+              type: MessageType.SleepCompletionNotification,
+              raw: codec.notification({ kind: 'completion', id: t.completionId! }, { kind: 'void' }),
+              completionId: t.completionId!,
+              success: true,
+            },
+            [remove],
+          );
+          return;
+        case 'retry':
+          this.write(ctx, [remove, updateInvocation(ctx.id, { nextRetryAt: null }, new Date())]);
+          void this.startAttempt(ctx);
+          return;
+        case 'start': {
+          if (ctx.status !== 'scheduled') {
+            this.write(ctx, [remove]);
+            return;
+          }
+          const stmts: Stmt[] = [remove];
+          if (ctx.isExclusiveKeyed) {
+            const lk = lockKey(ctx.serviceName, ctx.serviceKey!);
+            if (this.locks.has(lk)) {
+              ctx.status = 'inboxed';
+              this.inbox(lk).push(ctx.id);
+              stmts.push({
+                name: 'invocation_inbox',
+                text: `UPDATE ratchet.invocation SET status = 'inboxed', inbox_seq = nextval('ratchet.inbox_seq'), modified_at = now() WHERE id = $1`,
+                values: [ctx.id],
+              });
+              this.write(ctx, stmts);
+              return;
+            }
+            this.locks.set(lk, ctx.id);
+            stmts.push(takeLock(ctx.serviceName, ctx.serviceKey!, ctx.id));
+          }
+          ctx.status = 'invoked';
+          stmts.push(updateInvocation(ctx.id, { status: 'invoked' }, new Date()));
+          this.write(ctx, stmts);
+          void this.startAttempt(ctx);
+          return;
+        }
+      }
+    } catch (err) {
+      this.log.warn({ err, timer: t.id }, 'timer could not fire; it fires again on the next start');
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+  // plumbing
+
+  private appendEntry(
+    ctx: InvocationCtx,
+    op: WriteOp,
+    entry: Omit<JournalEntry, 'index'>,
+    now: Date,
+    extra: { name?: string; invokedId?: string; invokedTarget?: string; sleepWakeupAt?: Date } = {},
+  ): JournalEntry {
+    const e = ctx.append(entry);
+    op.journal.push({
+      invocationId: ctx.id,
+      index: e.index,
+      entryType: e.type,
+      completionId: e.completionId,
+      signalIdx: e.signalIdx,
+      signalName: e.signalName,
+      name: extra.name,
+      raw: e.raw,
+      appendedAt: now,
+      invokedId: extra.invokedId,
+      invokedTarget: extra.invokedTarget,
+      sleepWakeupAt: extra.sleepWakeupAt,
+    });
+    return e;
+  }
+
+  private write(ctx: InvocationCtx, stmts: Stmt[], after?: () => void): void {
+    void this.commit(ctx, { partitions: [ctx.partitionId], stmts, journal: [] }, after);
+  }
+
+  private commit(ctx: InvocationCtx, op: WriteOp, after?: () => void): Promise<void> {
+    const p = this.deps.committer.submit(op);
+    return ctx.track(
+      p.then(
+        () => {
+          if (!ctx.poisoned) after?.();
+        },
+        (err: unknown) => {
+          this.log.error({ err, 'service.invocation.id': ctx.id }, 'write failed; reloading the invocation');
+          this.poison(ctx);
+          throw err;
+        },
+      ),
+    );
+  }
+
+  /** Memory may be ahead of the database: drop this object and rebuild it from storage. */
+  private poison(ctx: InvocationCtx): void {
+    if (ctx.poisoned) return;
+    ctx.poisoned = true;
+    ctx.attempt?.abort();
+    ctx.attempt = undefined;
+    if (this.active.get(ctx.id) === ctx) this.active.delete(ctx.id);
+    if (this.stopped) return;
+    setTimeout(() => {
+      void this.load(ctx.id).then((fresh) => {
+        if (fresh === undefined) return;
+        if (fresh.status === 'invoked') void this.startAttempt(fresh);
+        else if (fresh.status === 'suspended') void this.recheckSuspended(fresh);
+      });
+    }, 1000).unref();
+  }
+
+  /** The in-memory context of a non-completed invocation, loading it from storage if needed. */
+  private load(id: string): Promise<InvocationCtx | undefined> {
+    const known = this.active.get(id);
+    if (known !== undefined) return Promise.resolve(known);
+    let p = this.loading.get(id);
+    if (p === undefined) {
+      p = getInvocation(this.deps.pool, id)
+        .then((row) => {
+          if (row === undefined) return undefined;
+          const again = this.active.get(id);
+          if (again !== undefined) return again;
+          const ctx = new InvocationCtx(row);
+          if (row.status !== 'completed') this.active.set(id, ctx);
+          return ctx;
+        })
+        .finally(() => this.loading.delete(id));
+      this.loading.set(id, p);
+    }
+    return p;
+  }
+
+  private async loadEntries(id: string): Promise<JournalEntry[]> {
+    const rows = await loadJournal(this.deps.pool, id);
+    return rows.map((r) => {
+      const e: JournalEntry = { index: r.index, type: r.entryType, raw: r.raw };
+      if (r.completionId !== null) e.completionId = r.completionId;
+      if (r.signalIdx !== null) e.signalIdx = r.signalIdx;
+      if (r.signalName !== null) e.signalName = r.signalName;
+      if (r.entryType >= 0x8000 && r.entryType <= 0xfbff) e.success = codec.notificationSucceeded(r.entryType, r.raw);
+      return e;
+    });
+  }
+
+  private inbox(lk: string): string[] {
+    let q = this.inboxes.get(lk);
+    if (q === undefined) this.inboxes.set(lk, (q = []));
+    return q;
+  }
+}
+
+interface EngineFailure {
+  /** The failure code as the SDK or protocol names it (500, 570, 571…). */
+  code: number;
+  rtCode: ErrorCode;
+  message: string;
+  retryAfterMs?: number | undefined;
+  related?: { index?: number | undefined; name?: string | undefined; type?: number | undefined } | undefined;
+}
+
+function failureColumns(ctx: InvocationCtx, f: EngineFailure): InvocationUpdate {
+  return {
+    retryCount: ctx.retryCount,
+    retryCountSinceAppend: ctx.retrySinceAppend,
+    lastFailure: `[${f.rtCode}] ${f.message}`,
+    lastFailureCode: f.rtCode,
+    lastFailureRelatedCommandIndex: f.related?.index ?? null,
+    lastFailureRelatedCommandName: f.related?.name ?? null,
+    lastFailureRelatedCommandType: f.related?.type === undefined ? null : String(f.related.type),
+  };
+}
+
+function lockKey(service: string, key: string): string {
+  return `${service}\u0000${key}`;
+}
+
+function completedFromRow(row: InvocationRow): CompletedInvocation {
+  const outcome: Outcome =
+    row.resultKind === 'success'
+      ? { kind: 'success', value: row.output ?? Buffer.alloc(0) }
+      : {
+          kind: 'failure',
+          failure: {
+            code: row.failureCode ?? 500,
+            message: row.failureMessage ?? '',
+            ...(row.failureMetadata === null ? {} : { metadata: row.failureMetadata }),
+          },
+        };
+  return { id: row.id, outcome, completedAt: row.completedAt ?? row.createdAt, completionRetentionMs: row.completionRetentionMs };
+}
+
+export type { HandlerSchema };

@@ -1,0 +1,136 @@
+import type { Attempt } from '../invoker/attempt.ts';
+import type { InvocationRow, InvocationStatus } from '../storage/pg/tables/invocations.ts';
+import type { TimerRow } from '../storage/pg/tables/timers.ts';
+import type { AwaitingTree, NotificationIndex } from './awaiting.ts';
+import type { JournalEntry, Outcome } from './types.ts';
+
+/**
+ * The owner's in-memory view of one invocation that is not completed. It runs ahead of the database by at most
+ * the writes queued in the group committer; `lastWrite` settles when all of them are durable.
+ */
+export class InvocationCtx implements NotificationIndex {
+  readonly id: string;
+  readonly partitionKey: bigint;
+  readonly partitionId: number;
+  readonly serviceName: string;
+  readonly serviceKey: string | null;
+  readonly handlerName: string;
+  readonly serviceTy: string;
+  readonly handlerTy: string | null;
+  readonly randomSeed: bigint;
+  readonly idempotencyKey: string | null;
+  status: InvocationStatus;
+  deploymentId: string | null;
+  protocolVersion: number | null;
+  retryCount: number;
+  retrySinceAppend: number;
+  lastAppendAt: number;
+  awaiting: AwaitingTree | undefined;
+  inboxSeq: bigint | undefined;
+  completionRetentionMs: number | null;
+
+  journal: JournalEntry[] | undefined;
+  private journalLoading: Promise<void> | undefined;
+  /** completion id → success?; signal idx → success?; signal name → success? */
+  private readonly completions = new Map<number, boolean>();
+  private readonly signals = new Map<number, boolean>();
+  private readonly namedSignals = new Map<string, boolean>();
+  /** The Output command of the current journal, once the SDK sent it. */
+  output: Outcome | undefined;
+
+  attempt: Attempt | undefined;
+  /** Entries [0, attemptSnapshot) were sent in the current attempt's Start. */
+  attemptSnapshot = 0;
+  /** Indexes of entries the SDK itself sent in the current attempt (never echoed back). */
+  readonly fromSdk = new Set<number>();
+  starting = false;
+  /** A start timer created with the invocation, scheduled in memory once that commit is durable. */
+  pendingTimer: TimerRow | undefined;
+  lastWrite: Promise<void> = Promise.resolve();
+  /** Set when a write failed: memory may be ahead of the database, so this object must be dropped and reloaded. */
+  poisoned = false;
+
+  constructor(row: InvocationRow) {
+    this.id = row.id;
+    this.partitionKey = row.partitionKey;
+    this.partitionId = row.partitionId;
+    this.serviceName = row.serviceName;
+    this.serviceKey = row.serviceKey;
+    this.handlerName = row.handlerName;
+    this.serviceTy = row.serviceTy;
+    this.handlerTy = row.handlerTy;
+    this.randomSeed = row.randomSeed;
+    this.idempotencyKey = row.idempotencyKey;
+    this.status = row.status;
+    this.deploymentId = row.deploymentId;
+    this.protocolVersion = row.protocolVersion;
+    this.retryCount = row.retryCount;
+    this.retrySinceAppend = row.retryCountSinceAppend;
+    this.lastAppendAt = (row.lastAppendAt ?? row.createdAt).getTime();
+    this.awaiting = (row.awaiting ?? undefined) as AwaitingTree | undefined;
+    this.inboxSeq = row.inboxSeq ?? undefined;
+    this.completionRetentionMs = row.completionRetentionMs;
+  }
+
+  get target(): string {
+    return this.serviceKey === null
+      ? `${this.serviceName}/${this.handlerName}`
+      : `${this.serviceName}/${this.serviceKey}/${this.handlerName}`;
+  }
+
+  get isExclusiveKeyed(): boolean {
+    return this.serviceKey !== null && (this.handlerTy === 'Exclusive' || this.handlerTy === 'Workflow');
+  }
+
+  ensureJournal(load: () => Promise<JournalEntry[]>): Promise<void> {
+    if (this.journal !== undefined) return Promise.resolve();
+    this.journalLoading ??= load().then((entries) => {
+      this.journal = [];
+      for (const e of entries) this.index(e);
+      this.journal = entries;
+    });
+    return this.journalLoading;
+  }
+
+  /** Adds an entry at the end of the in-memory journal and returns it with its index. */
+  append(entry: Omit<JournalEntry, 'index'>): JournalEntry {
+    const journal = this.journal;
+    if (journal === undefined) throw new Error(`journal of ${this.id} is not loaded`);
+    const e: JournalEntry = { ...entry, index: journal.length };
+    journal.push(e);
+    this.index(e);
+    this.lastAppendAt = Date.now();
+    this.retrySinceAppend = 0;
+    return e;
+  }
+
+  private index(e: JournalEntry): void {
+    if (e.success === undefined) return;
+    if (e.completionId !== undefined) this.completions.set(e.completionId, e.success);
+    else if (e.signalIdx !== undefined) this.signals.set(e.signalIdx, e.success);
+    else if (e.signalName !== undefined) this.namedSignals.set(e.signalName, e.success);
+  }
+
+  hasCompletion(id: number): boolean {
+    return this.completions.has(id);
+  }
+
+  completion(id: number): boolean | undefined {
+    return this.completions.get(id);
+  }
+
+  signal(idx: number): boolean | undefined {
+    return this.signals.get(idx);
+  }
+
+  namedSignal(name: string): boolean | undefined {
+    return this.namedSignals.get(name);
+  }
+
+  /** Chains a durable write so that later steps can wait for everything queued so far. */
+  track(write: Promise<void>): Promise<void> {
+    const next = this.lastWrite.then(() => write);
+    this.lastWrite = next.catch(() => undefined);
+    return next;
+  }
+}

@@ -1,0 +1,41 @@
+import type { OnMaxAttempts, RetryPolicyOverrides } from '../schema/types.ts';
+
+export interface RetryPolicy {
+  initialIntervalMs: number;
+  exponentiationFactor: number;
+  maxIntervalMs: number;
+  /** undefined = retry forever. */
+  maxAttempts: number | undefined;
+  onMaxAttempts: OnMaxAttempts;
+}
+
+/** Handler settings win over service settings, which win over the server default. */
+export function effectiveRetryPolicy(
+  serverDefault: RetryPolicy,
+  service: RetryPolicyOverrides,
+  handler: RetryPolicyOverrides,
+): RetryPolicy {
+  return {
+    initialIntervalMs: handler.initialIntervalMs ?? service.initialIntervalMs ?? serverDefault.initialIntervalMs,
+    exponentiationFactor:
+      handler.exponentiationFactor ?? service.exponentiationFactor ?? serverDefault.exponentiationFactor,
+    maxIntervalMs: handler.maxIntervalMs ?? service.maxIntervalMs ?? serverDefault.maxIntervalMs,
+    maxAttempts: handler.maxAttempts ?? service.maxAttempts ?? serverDefault.maxAttempts,
+    onMaxAttempts: handler.onMaxAttempts ?? service.onMaxAttempts ?? serverDefault.onMaxAttempts,
+  };
+}
+
+export type RetryDecision = { kind: 'retry'; delayMs: number } | { kind: 'exhausted'; onMaxAttempts: OnMaxAttempts };
+
+/**
+ * `attempts` counts the attempts made so far (≥ 1 after a failure). A delay requested by the deployment (the SDK's
+ * next_retry_delay, or Retry-After on 429/503) replaces the computed backoff but not the attempt limit.
+ */
+export function decideRetry(policy: RetryPolicy, attempts: number, requestedDelayMs?: number): RetryDecision {
+  if (policy.maxAttempts !== undefined && attempts >= policy.maxAttempts) {
+    return { kind: 'exhausted', onMaxAttempts: policy.onMaxAttempts };
+  }
+  if (requestedDelayMs !== undefined) return { kind: 'retry', delayMs: Math.max(0, requestedDelayMs) };
+  const exp = policy.initialIntervalMs * Math.pow(policy.exponentiationFactor, Math.max(0, attempts - 1));
+  return { kind: 'retry', delayMs: Math.min(policy.maxIntervalMs, Math.round(exp)) };
+}

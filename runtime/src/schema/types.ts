@@ -1,0 +1,96 @@
+/**
+ * Ratchet's model of what deployments expose, normalised from the discovery manifest. Durations are milliseconds.
+ * Admin responses are rendered from this model (see render.ts); the engine and ingress read it through
+ * SchemaRegistry.
+ */
+export type ServiceType = 'Service' | 'VirtualObject' | 'Workflow';
+export type HandlerType = 'Exclusive' | 'Shared' | 'Workflow';
+export type ProtocolType = 'BidiStream' | 'RequestResponse';
+export type OnMaxAttempts = 'Pause' | 'Kill';
+
+export interface RetryPolicyOverrides {
+  initialIntervalMs?: number;
+  exponentiationFactor?: number;
+  maxAttempts?: number;
+  maxIntervalMs?: number;
+  onMaxAttempts?: OnMaxAttempts;
+}
+
+export interface InputRules {
+  /** undefined = the handler takes no input (an empty body is the only valid one). */
+  contentType?: string;
+  required: boolean;
+  jsonSchema?: unknown;
+}
+
+export interface OutputRules {
+  contentType?: string;
+  setContentTypeIfEmpty: boolean;
+  jsonSchema?: unknown;
+}
+
+export interface HandlerSchema {
+  name: string;
+  ty?: HandlerType;
+  documentation?: string;
+  metadata?: Record<string, string>;
+  input: InputRules;
+  output: OutputRules;
+  retryPolicy: RetryPolicyOverrides;
+  idempotencyRetentionMs?: number;
+  journalRetentionMs?: number;
+  workflowCompletionRetentionMs?: number;
+  inactivityTimeoutMs?: number;
+  abortTimeoutMs?: number;
+  enableLazyState?: boolean;
+  ingressPrivate?: boolean;
+}
+
+export interface ServiceSchema {
+  name: string;
+  ty: ServiceType;
+  handlers: HandlerSchema[];
+  documentation?: string;
+  metadata?: Record<string, string>;
+  retryPolicy: RetryPolicyOverrides;
+  idempotencyRetentionMs?: number;
+  journalRetentionMs?: number;
+  workflowCompletionRetentionMs?: number;
+  inactivityTimeoutMs?: number;
+  abortTimeoutMs?: number;
+  enableLazyState?: boolean;
+  ingressPrivate?: boolean;
+}
+
+/** Settings changed through `PATCH /services/{name}`; they win over the manifest. */
+export interface ServiceOverrides {
+  public?: boolean;
+  idempotencyRetentionMs?: number;
+  workflowCompletionRetentionMs?: number;
+  journalRetentionMs?: number;
+  inactivityTimeoutMs?: number;
+  abortTimeoutMs?: number;
+}
+
+export interface DeploymentSchema {
+  id: string;
+  uri: string;
+  protocolType: ProtocolType;
+  httpVersion: 'HTTP/2.0' | 'HTTP/1.1';
+  additionalHeaders: Record<string, string>;
+  metadata: Record<string, string>;
+  minProtocolVersion: number;
+  maxProtocolVersion: number;
+  sdkVersion?: string;
+  createdAt: Date;
+  /** Services as registered by this deployment, with the revision each got. */
+  services: { name: string; revision: number }[];
+}
+
+/** The latest revision of a service, with the deployment serving it. */
+export interface ActiveService {
+  schema: ServiceSchema;
+  revision: number;
+  deploymentId: string;
+  overrides: ServiceOverrides;
+}

@@ -1,0 +1,37 @@
+/**
+ * The storage contract the engine writes through. Every change to invocation state is a WriteOp: statements plus
+ * journal rows, committed atomically by the group committer and fenced by the partitions it names.
+ */
+export interface Stmt {
+  /** Prepared-statement name; statements on the hot path are named so PostgreSQL plans them once per connection. */
+  name?: string;
+  text: string;
+  values: unknown[];
+  onResult?: (rows: Record<string, unknown>[]) => void;
+}
+
+export interface JournalRow {
+  invocationId: string;
+  index: number;
+  entryType: number;
+  completionId?: number | undefined;
+  signalIdx?: number | undefined;
+  signalName?: string | undefined;
+  name?: string | undefined;
+  raw: Uint8Array;
+  appendedAt: Date;
+  invokedId?: string | undefined;
+  invokedTarget?: string | undefined;
+  sleepWakeupAt?: Date | undefined;
+  promiseName?: string | undefined;
+}
+
+export interface WriteOp {
+  partitions: number[];
+  stmts: Stmt[];
+  journal: JournalRow[];
+}
+
+export function newWriteOp(partition?: number): WriteOp {
+  return { partitions: partition === undefined ? [] : [partition], stmts: [], journal: [] };
+}

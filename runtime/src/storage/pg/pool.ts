@@ -1,0 +1,33 @@
+import pg from 'pg';
+
+export type Pool = pg.Pool;
+export type PoolClient = pg.PoolClient;
+
+export interface PoolOptions {
+  url: string;
+  max: number;
+  applicationName: string;
+}
+
+export function createPool(options: PoolOptions): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: options.url,
+    max: options.max,
+    application_name: options.applicationName,
+    // A broken idle connection must not crash the process; queries on it fail and are retried by callers.
+    idleTimeoutMillis: 30_000,
+  });
+  pool.on('error', () => {
+    // Errors on idle clients surface again on the next checkout; nothing to do here.
+  });
+  return pool;
+}
+
+/** pg returns int8 as a decimal string; partition keys are u64 stored as i64. */
+export function u64ToI64(v: bigint): string {
+  return BigInt.asIntN(64, v).toString();
+}
+
+export function i64ToU64(v: string | bigint): bigint {
+  return BigInt.asUintN(64, BigInt(v));
+}

@@ -1,0 +1,241 @@
+import type pg from 'pg';
+import type { Stmt } from '../../api.ts';
+import { i64ToU64, u64ToI64 } from '../pool.ts';
+
+export type InvocationStatus = 'scheduled' | 'inboxed' | 'invoked' | 'suspended' | 'paused' | 'completed';
+
+/** The persisted invocation status row, as the engine reads it back. */
+export interface InvocationRow {
+  id: string;
+  partitionKey: bigint;
+  partitionId: number;
+  serviceName: string;
+  serviceKey: string | null;
+  handlerName: string;
+  serviceTy: string;
+  handlerTy: string | null;
+  status: InvocationStatus;
+  deploymentId: string | null;
+  protocolVersion: number | null;
+  idempotencyKey: string | null;
+  invokedBy: string;
+  invokedById: string | null;
+  invokedByTarget: string | null;
+  randomSeed: bigint;
+  journalLength: number;
+  retryCount: number;
+  retryCountSinceAppend: number;
+  lastAppendAt: Date | null;
+  awaiting: unknown;
+  inboxSeq: bigint | null;
+  createdAt: Date;
+  scheduledStartAt: Date | null;
+  completedAt: Date | null;
+  completionRetentionMs: number | null;
+  journalRetentionMs: number | null;
+  resultKind: 'success' | 'failure' | null;
+  output: Buffer | null;
+  failureCode: number | null;
+  failureMessage: string | null;
+  failureMetadata: Record<string, string> | null;
+}
+
+const COLUMNS = `id, partition_key::text, partition_id, service_name, service_key, handler_name, service_ty, handler_ty, status,
+  deployment_id, protocol_version, idempotency_key, invoked_by, invoked_by_id, invoked_by_target, random_seed::text,
+  journal_length, retry_count, retry_count_since_append, last_append_at, awaiting, inbox_seq::text, created_at, scheduled_start_at,
+  completed_at, completion_retention_ms::text, journal_retention_ms::text, result_kind, output, failure_code,
+  failure_message, failure_metadata`;
+
+function toRow(r: Record<string, unknown>): InvocationRow {
+  return {
+    id: r.id as string,
+    partitionKey: i64ToU64(r.partition_key as string),
+    partitionId: r.partition_id as number,
+    serviceName: r.service_name as string,
+    serviceKey: r.service_key as string | null,
+    handlerName: r.handler_name as string,
+    serviceTy: r.service_ty as string,
+    handlerTy: r.handler_ty as string | null,
+    status: r.status as InvocationStatus,
+    deploymentId: r.deployment_id as string | null,
+    protocolVersion: r.protocol_version as number | null,
+    idempotencyKey: r.idempotency_key as string | null,
+    invokedBy: r.invoked_by as string,
+    invokedById: r.invoked_by_id as string | null,
+    invokedByTarget: r.invoked_by_target as string | null,
+    randomSeed: i64ToU64(r.random_seed as string),
+    journalLength: r.journal_length as number,
+    retryCount: r.retry_count as number,
+    retryCountSinceAppend: r.retry_count_since_append as number,
+    lastAppendAt: r.last_append_at as Date | null,
+    awaiting: r.awaiting,
+    inboxSeq: r.inbox_seq === null ? null : BigInt(r.inbox_seq as string),
+    createdAt: r.created_at as Date,
+    scheduledStartAt: r.scheduled_start_at as Date | null,
+    completedAt: r.completed_at as Date | null,
+    completionRetentionMs: r.completion_retention_ms === null ? null : Number(r.completion_retention_ms),
+    journalRetentionMs: r.journal_retention_ms === null ? null : Number(r.journal_retention_ms),
+    resultKind: r.result_kind as 'success' | 'failure' | null,
+    output: r.output as Buffer | null,
+    failureCode: r.failure_code as number | null,
+    failureMessage: r.failure_message as string | null,
+    failureMetadata: r.failure_metadata as Record<string, string> | null,
+  };
+}
+
+export async function getInvocation(db: pg.Pool | pg.ClientBase, id: string): Promise<InvocationRow | undefined> {
+  const res = await db.query({
+    name: 'invocation_get',
+    text: `SELECT ${COLUMNS} FROM ratchet.invocation WHERE id = $1`,
+    values: [id],
+  });
+  const r = res.rows[0] as Record<string, unknown> | undefined;
+  return r === undefined ? undefined : toRow(r);
+}
+
+/** Everything a restarted owner must pick up again: not completed, in the partitions it now owns. */
+export async function listActiveInvocations(db: pg.Pool, partitions: number[]): Promise<InvocationRow[]> {
+  const res = await db.query(
+    `SELECT ${COLUMNS} FROM ratchet.invocation WHERE status <> 'completed' AND partition_id = ANY($1::int[])`,
+    [partitions],
+  );
+  return (res.rows as Record<string, unknown>[]).map(toRow);
+}
+
+export interface NewInvocation {
+  id: string;
+  partitionKey: bigint;
+  partitionId: number;
+  serviceName: string;
+  serviceKey: string | null;
+  handlerName: string;
+  serviceTy: string;
+  handlerTy: string | null;
+  status: InvocationStatus;
+  idempotencyKey: string | null;
+  invokedBy: string;
+  invokedById: string | null;
+  invokedByTarget: string | null;
+  randomSeed: bigint;
+  journalLength: number;
+  inboxSeq: boolean;
+  createdAt: Date;
+  scheduledStartAt: Date | null;
+  completionRetentionMs: number | null;
+  journalRetentionMs: number | null;
+}
+
+/** Inserts a new invocation; `onInserted(false)` means one with that id already existed (idempotent duplicate). */
+export function insertInvocation(inv: NewInvocation, onInserted?: (inserted: boolean) => void): Stmt {
+  return {
+    name: 'invocation_insert',
+    text: `INSERT INTO ratchet.invocation (id, partition_key, partition_id, service_name, service_key, handler_name,
+             service_ty, handler_ty, status, idempotency_key, invoked_by, invoked_by_id, invoked_by_target, random_seed,
+             journal_length, inbox_seq, created_at, modified_at, scheduled_start_at, completion_retention_ms,
+             journal_retention_ms, last_append_at)
+           VALUES ($1, $2::bigint, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::bigint, $15,
+             CASE WHEN $16::boolean THEN nextval('ratchet.inbox_seq') END, $17, $17, $18, $19, $20, $17)
+           ON CONFLICT (id) DO NOTHING RETURNING 1 AS inserted`,
+    values: [
+      inv.id,
+      u64ToI64(inv.partitionKey),
+      inv.partitionId,
+      inv.serviceName,
+      inv.serviceKey,
+      inv.handlerName,
+      inv.serviceTy,
+      inv.handlerTy,
+      inv.status,
+      inv.idempotencyKey,
+      inv.invokedBy,
+      inv.invokedById,
+      inv.invokedByTarget,
+      u64ToI64(inv.randomSeed),
+      inv.journalLength,
+      inv.inboxSeq,
+      inv.createdAt,
+      inv.scheduledStartAt,
+      inv.completionRetentionMs,
+      inv.journalRetentionMs,
+    ],
+    ...(onInserted === undefined ? {} : { onResult: (rows) => onInserted(rows.length > 0) }),
+  };
+}
+
+/** Columns the engine changes as an invocation progresses; undefined leaves a column untouched. */
+export interface InvocationUpdate {
+  status?: InvocationStatus;
+  deploymentId?: string | null;
+  protocolVersion?: number | null;
+  journalLength?: number;
+  retryCount?: number;
+  retryCountSinceAppend?: number;
+  lastAppendAt?: Date | null;
+  nextRetryAt?: Date | null;
+  lastFailure?: string | null;
+  lastFailureCode?: string | null;
+  lastFailureRelatedCommandIndex?: number | null;
+  lastFailureRelatedCommandName?: string | null;
+  lastFailureRelatedCommandType?: string | null;
+  lastAttemptDeploymentId?: string | null;
+  lastStartAt?: Date | null;
+  awaiting?: unknown;
+  inboxSeq?: null;
+  runningAt?: Date | null;
+  completedAt?: Date | null;
+  resultKind?: 'success' | 'failure' | null;
+  output?: Uint8Array | null;
+  failureCode?: number | null;
+  failureMessage?: string | null;
+  failureMetadata?: Record<string, string> | null;
+}
+
+const UPDATE_COLUMNS: Record<keyof InvocationUpdate, string> = {
+  status: 'status',
+  deploymentId: 'deployment_id',
+  protocolVersion: 'protocol_version',
+  journalLength: 'journal_length',
+  retryCount: 'retry_count',
+  retryCountSinceAppend: 'retry_count_since_append',
+  lastAppendAt: 'last_append_at',
+  nextRetryAt: 'next_retry_at',
+  lastFailure: 'last_failure',
+  lastFailureCode: 'last_failure_code',
+  lastFailureRelatedCommandIndex: 'last_failure_related_command_index',
+  lastFailureRelatedCommandName: 'last_failure_related_command_name',
+  lastFailureRelatedCommandType: 'last_failure_related_command_type',
+  lastAttemptDeploymentId: 'last_attempt_deployment_id',
+  lastStartAt: 'last_start_at',
+  awaiting: 'awaiting',
+  inboxSeq: 'inbox_seq',
+  runningAt: 'running_at',
+  completedAt: 'completed_at',
+  resultKind: 'result_kind',
+  output: 'output',
+  failureCode: 'failure_code',
+  failureMessage: 'failure_message',
+  failureMetadata: 'failure_metadata',
+};
+
+/**
+ * One UPDATE per change. Statement names are derived from the column set, so each shape is prepared once per
+ * connection and reused.
+ */
+export function updateInvocation(id: string, update: InvocationUpdate, now: Date): Stmt {
+  const keys = (Object.keys(update) as (keyof InvocationUpdate)[]).filter((k) => update[k] !== undefined).sort();
+  const sets = keys.map((k, i) => {
+    const col = UPDATE_COLUMNS[k];
+    if (k === 'awaiting' || k === 'failureMetadata') return `${col} = $${i + 3}::jsonb`;
+    return `${col} = $${i + 3}`;
+  });
+  const values: unknown[] = [id, now];
+  for (const k of keys) {
+    const v = update[k];
+    values.push(k === 'awaiting' || k === 'failureMetadata' ? (v === null ? null : JSON.stringify(v)) : v);
+  }
+  return {
+    name: `invocation_update_${keys.join('_')}`,
+    text: `UPDATE ratchet.invocation SET modified_at = $2${sets.length > 0 ? ', ' + sets.join(', ') : ''} WHERE id = $1`,
+    values,
+  };
+}

@@ -1,0 +1,38 @@
+import type pg from 'pg';
+import type { Stmt } from '../../api.ts';
+
+export function takeLock(service: string, key: string, invocationId: string): Stmt {
+  return {
+    name: 'lock_take',
+    text: 'INSERT INTO ratchet.keyed_lock (service_name, service_key, invocation_id) VALUES ($1, $2, $3)',
+    values: [service, key, invocationId],
+  };
+}
+
+export function releaseLock(service: string, key: string, invocationId: string): Stmt {
+  return {
+    name: 'lock_release',
+    text: 'DELETE FROM ratchet.keyed_lock WHERE service_name = $1 AND service_key = $2 AND invocation_id = $3',
+    values: [service, key, invocationId],
+  };
+}
+
+export async function listLocks(db: pg.Pool): Promise<{ service: string; key: string; invocationId: string }[]> {
+  const res = await db.query('SELECT service_name, service_key, invocation_id FROM ratchet.keyed_lock');
+  return (res.rows as Record<string, string>[]).map((r) => ({
+    service: r.service_name!,
+    key: r.service_key!,
+    invocationId: r.invocation_id!,
+  }));
+}
+
+/** The oldest inboxed invocation of a key, which takes the lock when the holder completes. */
+export async function nextInboxed(db: pg.Pool | pg.ClientBase, service: string, key: string): Promise<string | undefined> {
+  const res = await db.query({
+    name: 'inbox_next',
+    text: `SELECT id FROM ratchet.invocation WHERE status = 'inboxed' AND service_name = $1 AND service_key = $2
+           ORDER BY inbox_seq LIMIT 1`,
+    values: [service, key],
+  });
+  return (res.rows[0] as { id: string } | undefined)?.id;
+}

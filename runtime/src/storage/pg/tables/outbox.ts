@@ -1,0 +1,104 @@
+import type pg from 'pg';
+import type { Stmt } from '../../api.ts';
+
+/**
+ * A notification on its way to another invocation. Either `raw` holds the notification payload, or
+ * `sourceInvocationId` names a completed invocation whose result becomes the payload (call completions).
+ */
+export interface OutboxRow {
+  seq: string;
+  partitionId: number;
+  targetInvocationId: string;
+  entryType: number;
+  completionId: number | null;
+  signalIdx: number | null;
+  signalName: string | null;
+  sourceInvocationId: string | null;
+  raw: Buffer | null;
+}
+
+const OUTBOX_COLUMNS = `seq::text, partition_id, target_invocation_id, entry_type, completion_id, signal_idx, signal_name,
+  source_invocation_id, raw`;
+
+function toRow(r: Record<string, unknown>): OutboxRow {
+  return {
+    seq: r.seq as string,
+    partitionId: r.partition_id as number,
+    targetInvocationId: r.target_invocation_id as string,
+    entryType: r.entry_type as number,
+    completionId: r.completion_id as number | null,
+    signalIdx: r.signal_idx as number | null,
+    signalName: r.signal_name as string | null,
+    sourceInvocationId: r.source_invocation_id as string | null,
+    raw: r.raw as Buffer | null,
+  };
+}
+
+export function insertOutbox(row: Omit<OutboxRow, 'seq'>, onRow: (row: OutboxRow) => void): Stmt {
+  return {
+    name: 'outbox_insert',
+    text: `INSERT INTO ratchet.outbox (partition_id, target_invocation_id, entry_type, completion_id, signal_idx,
+             signal_name, source_invocation_id, raw) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${OUTBOX_COLUMNS}`,
+    values: [
+      row.partitionId,
+      row.targetInvocationId,
+      row.entryType,
+      row.completionId,
+      row.signalIdx,
+      row.signalName,
+      row.sourceInvocationId,
+      row.raw,
+    ],
+    onResult: (rows) => rows.forEach((r) => onRow(toRow(r))),
+  };
+}
+
+export function deleteOutbox(seq: string): Stmt {
+  return { name: 'outbox_delete', text: 'DELETE FROM ratchet.outbox WHERE seq = $1::bigint', values: [seq] };
+}
+
+export async function listOutbox(db: pg.Pool, partitions: number[]): Promise<OutboxRow[]> {
+  const res = await db.query(
+    `SELECT ${OUTBOX_COLUMNS} FROM ratchet.outbox WHERE partition_id = ANY($1::int[]) ORDER BY seq`,
+    [partitions],
+  );
+  return (res.rows as Record<string, unknown>[]).map(toRow);
+}
+
+/**
+ * Registers `caller` for the result of `invocationId`, or, when that invocation already completed (an idempotent
+ * duplicate), queues the result for the caller at once. One statement, so no completion can slip in between.
+ */
+export function awaitResult(
+  invocationId: string,
+  callerId: string,
+  callerPartition: number,
+  callerCompletionId: number,
+  entryType: number,
+  onRow: (row: OutboxRow) => void,
+): Stmt {
+  return {
+    name: 'await_result',
+    text: `WITH c AS (SELECT 1 FROM ratchet.invocation WHERE id = $1 AND status = 'completed'),
+           w AS (INSERT INTO ratchet.completion_waiter (invocation_id, caller_id, caller_completion_id)
+                 SELECT $1, $2, $3 WHERE NOT EXISTS (SELECT 1 FROM c) ON CONFLICT DO NOTHING)
+           INSERT INTO ratchet.outbox (partition_id, target_invocation_id, entry_type, completion_id, source_invocation_id)
+           SELECT $4, $2, $5, $3, $1 WHERE EXISTS (SELECT 1 FROM c) RETURNING ${OUTBOX_COLUMNS}`,
+    values: [invocationId, callerId, callerCompletionId, callerPartition, entryType],
+    onResult: (rows) => rows.forEach((r) => onRow(toRow(r))),
+  };
+}
+
+/** On completion: every waiter becomes an outbox row carrying this invocation's result, in the same transaction. */
+export function resultToWaiters(invocationId: string, entryType: number, onRow: (row: OutboxRow) => void): Stmt {
+  return {
+    name: 'result_to_waiters',
+    text: `WITH w AS (DELETE FROM ratchet.completion_waiter WHERE invocation_id = $1 RETURNING caller_id, caller_completion_id)
+           INSERT INTO ratchet.outbox (partition_id, target_invocation_id, entry_type, completion_id, source_invocation_id)
+           SELECT i.partition_id, w.caller_id, $2, w.caller_completion_id, $1
+           FROM w JOIN ratchet.invocation i ON i.id = w.caller_id
+           RETURNING ${OUTBOX_COLUMNS}`,
+    values: [invocationId, entryType],
+    onResult: (rows) => rows.forEach((r) => onRow(toRow(r))),
+  };
+}
