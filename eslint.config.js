@@ -1,6 +1,6 @@
 // Type-checked lint for the whole repository. Formatting is Prettier's job: no stylistic rules here.
 import { defineConfig, globalIgnores } from 'eslint/config';
-import { createNodeResolver, importX } from 'eslint-plugin-import-x';
+import importPlugin from 'eslint-plugin-import';
 import tseslint from 'typescript-eslint';
 
 export default defineConfig([
@@ -14,10 +14,12 @@ export default defineConfig([
         tsconfigRootDir: import.meta.dirname,
       },
     },
-    plugins: { 'import-x': importX },
+    plugins: { import: importPlugin },
     settings: {
       // Imports carry explicit `.ts` extensions, so plain Node resolution finds the files.
-      'import-x/resolver-next': [createNodeResolver()],
+      'import/resolver': { node: { extensions: ['.ts', '.js', '.mjs'] } },
+      'import/extensions': ['.ts', '.js', '.mjs'],
+      'import/parsers': { '@typescript-eslint/parser': ['.ts'] },
     },
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',
@@ -28,7 +30,7 @@ export default defineConfig([
         { prefer: 'type-imports', fixStyle: 'inline-type-imports' },
       ],
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
-      'import-x/no-cycle': 'error',
+      'import/no-cycle': 'error',
     },
   },
   {

@@ -448,7 +448,9 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
     }
   });
 
-  const nodeName = read.string('RATCHET_NODE_NAME', `${hostname()}-${process.pid}`, (raw, value) => {
+  // The node name must survive a restart: a restarted node takes its partition leases back at once instead of
+  // waiting for them to expire. Two runtimes on one host sharing a database must therefore set distinct names.
+  const nodeName = read.string('RATCHET_NODE_NAME', hostname(), (raw, value) => {
     if (value.length === 0 || value.length > 253) throw invalid(raw, 'expected a name of 1 to 253 characters');
   });
 
@@ -543,7 +545,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
     storage: {
       partitions: read.integer('RATCHET_PARTITIONS', 64, { min: 1, max: 4096 }),
       groupCommit: {
-        maxDelayMs: read.duration('RATCHET_GROUP_COMMIT_MAX_DELAY', '1ms'),
+        maxDelayMs: read.duration('RATCHET_GROUP_COMMIT_MAX_DELAY', '0ms'),
         maxBatch: read.integer('RATCHET_GROUP_COMMIT_MAX_BATCH', 256, { min: 1, max: 65536 }),
       },
     },

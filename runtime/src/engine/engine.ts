@@ -41,6 +41,7 @@ import { canResume, treeDepth } from './awaiting.ts';
 import * as codec from './codec.ts';
 import { InvocationCtx } from './invocation.ts';
 import { TimerQueue } from './timer-queue.ts';
+import type { Metrics } from '../telemetry/metrics.ts';
 import type { AcceptRequest, AcceptResult, CompletedInvocation, Failure, JournalEntry, Outcome } from './types.ts';
 
 export interface EngineOptions {
@@ -64,6 +65,7 @@ export interface EngineDeps {
   http2: Http2Client;
   http1: Http1Client;
   logger: Logger;
+  metrics: Metrics;
 }
 
 type Waiter = (done: CompletedInvocation) => void;
@@ -143,6 +145,7 @@ export class Engine {
       this.undoAdmit(ctx);
       return { id: ctxRow.id, created: false, executionTime };
     }
+    this.deps.metrics.invocationsAccepted.inc({ invoked_by: req.invokedBy });
     this.afterAdmit(ctx, executionTime);
     return { id: ctxRow.id, created: true, executionTime };
   }
@@ -782,6 +785,7 @@ export class Engine {
     if (ctx.poisoned || ctx.status !== 'invoked') return;
     ctx.retryCount += 1;
     ctx.retrySinceAppend += 1;
+    this.deps.metrics.attemptFailures.inc({ code: failure.rtCode });
     const service = this.deps.registry.service(ctx.serviceName);
     const handler = service?.schema.handlers.find((h) => h.name === ctx.handlerName);
     const policy = effectiveRetryPolicy(this.options.defaultRetryPolicy, service?.schema.retryPolicy ?? {}, handler?.retryPolicy ?? {});
@@ -871,6 +875,7 @@ export class Engine {
     }
     const done: CompletedInvocation = { id: ctx.id, outcome, completedAt: now, completionRetentionMs: ctx.completionRetentionMs };
     this.commit(ctx, op, () => {
+      this.deps.metrics.invocationsCompleted.inc({ result: outcome.kind });
       this.timers.removeWhere((t) => t.invocationId === ctx.id);
       if (this.active.get(ctx.id) === ctx) this.active.delete(ctx.id);
       const set = this.waiters.get(ctx.id);

@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { parseDuration } from '../config/units.ts';
 import type { Engine } from '../engine/engine.ts';
@@ -22,7 +22,7 @@ const DROPPED_HEADERS = new Set(['connection', 'host', 'idempotency-key', 'idemp
 
 export function buildIngressApp(deps: IngressDeps): FastifyInstance {
   const app = Fastify({
-    loggerInstance: deps.logger.child({ component: 'ingress' }),
+    loggerInstance: deps.logger.child({ component: 'ingress' }) as FastifyBaseLogger,
     disableRequestLogging: true,
     bodyLimit: deps.requestSizeLimit,
     // Restate paths carry URL-encoded keys; the raw path is parsed by us.

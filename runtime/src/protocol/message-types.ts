@@ -154,19 +154,21 @@ export function isCustomEntry(type: number): boolean {
   return type >= 0xfc00 && type <= 0xffff;
 }
 
-const NOTIFICATION_FOR_COMMAND: ReadonlyMap<number, NotificationMessageType> = new Map<number, NotificationMessageType>([
-  [MessageType.GetLazyStateCommand, MessageType.GetLazyStateCompletionNotification],
-  [MessageType.GetLazyStateKeysCommand, MessageType.GetLazyStateKeysCompletionNotification],
-  [MessageType.GetPromiseCommand, MessageType.GetPromiseCompletionNotification],
-  [MessageType.PeekPromiseCommand, MessageType.PeekPromiseCompletionNotification],
-  [MessageType.CompletePromiseCommand, MessageType.CompletePromiseCompletionNotification],
-  [MessageType.SleepCommand, MessageType.SleepCompletionNotification],
-  [MessageType.CallCommand, MessageType.CallCompletionNotification],
-  [MessageType.OneWayCallCommand, MessageType.CallInvocationIdCompletionNotification],
-  [MessageType.RunCommand, MessageType.RunCompletionNotification],
-  [MessageType.AttachInvocationCommand, MessageType.AttachInvocationCompletionNotification],
-  [MessageType.GetInvocationOutputCommand, MessageType.GetInvocationOutputCompletionNotification],
-]);
+const NOTIFICATION_FOR_COMMAND: ReadonlyMap<number, NotificationMessageType> = new Map<number, NotificationMessageType>(
+  [
+    [MessageType.GetLazyStateCommand, MessageType.GetLazyStateCompletionNotification],
+    [MessageType.GetLazyStateKeysCommand, MessageType.GetLazyStateKeysCompletionNotification],
+    [MessageType.GetPromiseCommand, MessageType.GetPromiseCompletionNotification],
+    [MessageType.PeekPromiseCommand, MessageType.PeekPromiseCompletionNotification],
+    [MessageType.CompletePromiseCommand, MessageType.CompletePromiseCompletionNotification],
+    [MessageType.SleepCommand, MessageType.SleepCompletionNotification],
+    [MessageType.CallCommand, MessageType.CallCompletionNotification],
+    [MessageType.OneWayCallCommand, MessageType.CallInvocationIdCompletionNotification],
+    [MessageType.RunCommand, MessageType.RunCompletionNotification],
+    [MessageType.AttachInvocationCommand, MessageType.AttachInvocationCompletionNotification],
+    [MessageType.GetInvocationOutputCommand, MessageType.GetInvocationOutputCompletionNotification],
+  ],
+);
 
 /**
  * Type id of the notification that completes `commandType` (its `result_completion_id`), or undefined for commands

@@ -371,7 +371,18 @@ export function toGoldenBody(decoded: DecodedMessage): Obj {
       result(o, decoded.message.result, PLAIN_RESULT);
       put(o, 'name', decoded.message.name);
       break;
-    default:
+    case MessageType.GetLazyStateCompletionNotification:
+    case MessageType.GetLazyStateKeysCompletionNotification:
+    case MessageType.GetPromiseCompletionNotification:
+    case MessageType.PeekPromiseCompletionNotification:
+    case MessageType.CompletePromiseCompletionNotification:
+    case MessageType.SleepCompletionNotification:
+    case MessageType.CallCompletionNotification:
+    case MessageType.CallInvocationIdCompletionNotification:
+    case MessageType.RunCompletionNotification:
+    case MessageType.AttachInvocationCompletionNotification:
+    case MessageType.GetInvocationOutputCompletionNotification:
+    case MessageType.SignalNotification:
       notificationId(o, decoded.message.id);
       result(o, decoded.message.result, PLAIN_RESULT);
   }

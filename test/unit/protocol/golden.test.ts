@@ -32,11 +32,10 @@ function decodedFrames(id: string, dir: GoldenFrame['dir']): DecodedMessage[] {
     .map(decodeGolden);
 }
 
-function only<T extends DecodedMessage['type']>(
-  messages: DecodedMessage[],
-  type: T,
-): Extract<DecodedMessage, { type: T }>['message'][] {
-  return messages.filter((m): m is Extract<DecodedMessage, { type: T }> => m.type === type).map((m) => m.message);
+type MessageOf<T extends DecodedMessage['type']> = Extract<DecodedMessage, { type: T }>['message'];
+
+function only<T extends DecodedMessage['type']>(messages: DecodedMessage[], type: T): MessageOf<T>[] {
+  return messages.filter((m) => m.type === type).map((m) => m.message as MessageOf<T>);
 }
 
 function first<T>(items: T[]): T {
@@ -176,7 +175,9 @@ describe('golden captures', () => {
   });
 
   it('terminal failures in Output, run proposals and notifications keep code, message and metadata', () => {
-    const output = first(only(decodedFrames('h1-v6/012-invoke_Greeter_fail', 'sdk->runtime'), MessageType.OutputCommand));
+    const output = first(
+      only(decodedFrames('h1-v6/012-invoke_Greeter_fail', 'sdk->runtime'), MessageType.OutputCommand),
+    );
     expect(output.result).toEqual({ kind: 'failure', failure: { code: 418, message: 'boom', metadata: [] } });
 
     const proposal = first(
@@ -194,7 +195,9 @@ describe('golden captures', () => {
   });
 
   it('Error carries related command, retry delay and behaviour', () => {
-    const mismatch = first(only(decodedFrames('sdk-probes/008-journal-mismatch-570', 'sdk->runtime'), MessageType.Error));
+    const mismatch = first(
+      only(decodedFrames('sdk-probes/008-journal-mismatch-570', 'sdk->runtime'), MessageType.Error),
+    );
     expect(mismatch.code).toBe(570);
     expect(mismatch.relatedCommandIndex).toBe(1);
     expect(mismatch.relatedCommandName).toBe('make-greeting');
@@ -214,15 +217,21 @@ describe('golden captures', () => {
   });
 
   it('Suspension is a flat list on V6 and a future tree on V7', () => {
-    const v6 = first(only(decodedFrames('sdk-probes/022-combinators-future-tree-v6', 'sdk->runtime'), MessageType.Suspension));
+    const v6 = first(
+      only(decodedFrames('sdk-probes/022-combinators-future-tree-v6', 'sdk->runtime'), MessageType.Suspension),
+    );
     expect(v6.awaitingOn).toBeUndefined();
     expect(v6.waitingCompletions).toEqual([2, 1]);
     expect(v6.waitingSignals).toEqual([1, 17]);
 
-    const named = first(only(decodedFrames('h1-v6/037-invoke_Probes_namedSignal', 'sdk->runtime'), MessageType.Suspension));
+    const named = first(
+      only(decodedFrames('h1-v6/037-invoke_Probes_namedSignal', 'sdk->runtime'), MessageType.Suspension),
+    );
     expect(named.waitingNamedSignals).toEqual(['go']);
 
-    const v7 = first(only(decodedFrames('sdk-probes/021-combinators-future-tree', 'sdk->runtime'), MessageType.Suspension));
+    const v7 = first(
+      only(decodedFrames('sdk-probes/021-combinators-future-tree', 'sdk->runtime'), MessageType.Suspension),
+    );
     expect(v7.waitingCompletions).toEqual([]);
     expect(v7.awaitingOn).toEqual({
       waitingCompletions: [],
@@ -236,7 +245,13 @@ describe('golden captures', () => {
           waitingNamedSignals: [],
           combinatorType: 4,
           nestedFutures: [
-            { waitingCompletions: [1], waitingSignals: [17], waitingNamedSignals: [], nestedFutures: [], combinatorType: 1 },
+            {
+              waitingCompletions: [1],
+              waitingSignals: [17],
+              waitingNamedSignals: [],
+              nestedFutures: [],
+              combinatorType: 1,
+            },
           ],
         },
       ],
@@ -250,7 +265,10 @@ describe('golden captures', () => {
       { id: { kind: 'signal', idx: 1 }, result: { kind: 'void' } },
     ]);
 
-    const sender = only(decodedFrames('h1-v6/038-invoke_Probes_signalOthers', 'sdk->runtime'), MessageType.SendSignalCommand);
+    const sender = only(
+      decodedFrames('h1-v6/038-invoke_Probes_signalOthers', 'sdk->runtime'),
+      MessageType.SendSignalCommand,
+    );
     expect(sender.map((s) => [s.signalId, s.result.kind])).toEqual([
       [{ kind: 'signalName', name: 'go' }, 'value'],
       [{ kind: 'signal', idx: 1 }, 'void'],
@@ -270,7 +288,10 @@ describe('golden captures', () => {
     expect(keys.result).toEqual({ kind: 'stateKeys', keys: [utf8('a'), utf8('b')] });
 
     const rejected = first(
-      only(decodedFrames('sdk-probes/019-promise-rejected', 'runtime->sdk'), MessageType.GetPromiseCompletionNotification),
+      only(
+        decodedFrames('sdk-probes/019-promise-rejected', 'runtime->sdk'),
+        MessageType.GetPromiseCompletionNotification,
+      ),
     );
     expect(rejected.result).toEqual({
       kind: 'failure',
@@ -282,16 +303,20 @@ describe('golden captures', () => {
   });
 });
 
-function collectFrames(chunks: Iterable<Buffer>, decoder = new FrameDecoder()): { frames: Frame[]; decoder: FrameDecoder } {
+function collectFrames(
+  chunks: Iterable<Buffer>,
+  decoder = new FrameDecoder(),
+): { frames: Frame[]; decoder: FrameDecoder } {
   const frames: Frame[] = [];
   for (const chunk of chunks) frames.push(...decoder.push(chunk));
   return { frames, decoder };
 }
 
 function expectFrames(actual: Frame[], expected: GoldenFrame[], where: string): void {
-  expect(actual.map((f) => [f.type, f.flags, f.payload.toString('hex')]), where).toEqual(
-    expected.map((f) => [Number.parseInt(f.type, 16), Number.parseInt(f.flags, 16), f.payloadHex]),
-  );
+  expect(
+    actual.map((f) => [f.type, f.flags, f.payload.toString('hex')]),
+    where,
+  ).toEqual(expected.map((f) => [Number.parseInt(f.type, 16), Number.parseInt(f.flags, 16), f.payloadHex]));
 }
 
 function* byteByByte(chunks: Buffer[]): Generator<Buffer> {

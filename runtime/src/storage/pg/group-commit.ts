@@ -22,6 +22,7 @@ interface Pending {
 export interface GroupCommitOptions {
   maxBatch: number;
   maxDelayMs: number;
+  onCommit?: (writes: number, seconds: number) => void;
 }
 
 const INSERT_JOURNAL = {
@@ -108,6 +109,7 @@ export class GroupCommitter {
   }
 
   private async commit(ops: WriteOp[]): Promise<void> {
+    const started = process.hrtime.bigint();
     const client = await this.pool.connect();
     let broken = false;
     try {
@@ -123,6 +125,7 @@ export class GroupCommitter {
         }
         if (journal.length > 0) await insertJournal(client, journal);
         await client.query('COMMIT');
+        this.options.onCommit?.(ops.length, Number(process.hrtime.bigint() - started) / 1e9);
       } catch (err) {
         await client.query('ROLLBACK').catch(() => {
           broken = true;

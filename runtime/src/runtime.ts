@@ -1,0 +1,149 @@
+import { readFileSync } from 'node:fs';
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { buildAdminApp } from './admin/app.ts';
+import type { Config } from './config/config.ts';
+import { formatBindAddress, type BindAddress } from './config/bind-address.ts';
+import { Engine } from './engine/engine.ts';
+import { BindError } from './errors/config-errors.ts';
+import { buildIngressApp } from './ingress/app.ts';
+import { buildProbesApp } from './probes/app.ts';
+import { SchemaRegistry } from './schema/registry.ts';
+import { createRegistration } from './schema/register.ts';
+import { Http1Client, Http2Client } from './service-client/transport.ts';
+import { GroupCommitter } from './storage/pg/group-commit.ts';
+import { PartitionLeases } from './storage/pg/leases.ts';
+import { migrate } from './storage/pg/migrate.ts';
+import { createPool } from './storage/pg/pool.ts';
+import { createMetrics } from './telemetry/metrics.ts';
+
+export const RATCHET_VERSION = (
+  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;
+
+const LEASE_TTL_MS = 10_000;
+
+export interface RuntimeHandle {
+  ingress: BindAddress;
+  admin: BindAddress;
+  metrics: BindAddress;
+  engine: Engine;
+  stop(): Promise<void>;
+}
+
+/**
+ * Builds and starts one runtime process against `databaseUrl`: storage (migrated), schema registry, engine, and the
+ * listeners. Listeners open last, so nothing is accepted before recovery has run; they close first on stop.
+ */
+export async function startRuntime(config: Config, databaseUrl: string, logger: Logger): Promise<RuntimeHandle> {
+  const pool = createPool({ url: databaseUrl, max: config.database.poolSize, applicationName: `ratchet ${config.nodeName}` });
+  const cleanups: (() => Promise<void>)[] = [() => pool.end()];
+  const cleanup = async (): Promise<void> => {
+    for (const c of cleanups.reverse()) await c().catch(() => undefined);
+  };
+  try {
+    const client = await pool.connect();
+    try {
+      const m = await migrate(client);
+      if (m.applied.length > 0) logger.info({ applied: m.applied }, 'storage migrated');
+    } finally {
+      client.release();
+    }
+
+    const metrics = createMetrics();
+    const registry = new SchemaRegistry(pool, config.serviceDefaults, config.defaultRetryPolicy);
+    await registry.load();
+    const leases = new PartitionLeases(pool, { node: config.nodeName, partitions: config.storage.partitions, ttlMs: LEASE_TTL_MS });
+    const committer = new GroupCommitter(pool, leases, {
+      maxBatch: config.storage.groupCommit.maxBatch,
+      maxDelayMs: config.storage.groupCommit.maxDelayMs,
+      onCommit: (writes, seconds) => {
+        metrics.commitBatchSize.observe(writes);
+        metrics.commitDuration.observe(seconds);
+      },
+    });
+    const http2 = new Http2Client();
+    const http1 = new Http1Client();
+    cleanups.push(async () => {
+      http2.close();
+      http1.close();
+    });
+    const engine = new Engine(
+      {
+        node: config.nodeName,
+        partitions: config.storage.partitions,
+        clusterName: config.clusterName,
+        defaultRetryPolicy: {
+          initialIntervalMs: config.defaultRetryPolicy.initialIntervalMs,
+          exponentiationFactor: config.defaultRetryPolicy.exponentiationFactor,
+          maxIntervalMs: config.defaultRetryPolicy.maxIntervalMs,
+          maxAttempts: config.defaultRetryPolicy.maxAttempts,
+          onMaxAttempts: config.defaultRetryPolicy.onMaxAttempts === 'kill' ? 'Kill' : 'Pause',
+        },
+        inactivityTimeoutMs: config.invoker.inactivityTimeoutMs,
+        abortTimeoutMs: config.invoker.abortTimeoutMs,
+        messageSizeLimit: config.invoker.messageSizeLimitBytes,
+        maxAwaitedFutureDepth: config.invoker.maxAwaitedFutureDepth,
+        defaultIdempotencyRetentionMs: config.serviceDefaults.idempotencyRetentionMs,
+        defaultJournalRetentionMs: config.serviceDefaults.journalRetentionMs,
+      },
+      { pool, committer, leases, registry, http2, http1, logger, metrics },
+    );
+    await engine.start();
+    cleanups.push(async () => {
+      await engine.stop();
+      await leases.releaseAll();
+    });
+    const renew = setInterval(() => {
+      leases.renew().then(
+        (lost) => {
+          if (lost.length > 0) logger.error({ lost }, 'lost partition leases; another process took them over');
+        },
+        (err: unknown) => logger.warn({ err }, 'could not renew partition leases'),
+      );
+    }, LEASE_TTL_MS / 3);
+    renew.unref();
+    cleanups.push(async () => clearInterval(renew));
+
+    const ingressAddress = formatBindAddress(config.ingress.bind);
+    const ingress = buildIngressApp({ engine, registry, logger, requestSizeLimit: 32 * 1024 * 1024 });
+    const admin = buildAdminApp({
+      registry,
+      register: createRegistration({ pool, registry, clusterName: config.clusterName, logger }),
+      version: RATCHET_VERSION,
+      ingressEndpoint: `http://${ingressAddress}/`,
+      clusterName: config.clusterName,
+      logger,
+    });
+    const probes = buildProbesApp(metrics.registry);
+    const ingressBound = await listen(ingress, config.ingress.bind, 'ingress', cleanups);
+    const adminBound = await listen(admin, config.admin.bind, 'admin', cleanups);
+    const metricsBound = await listen(probes, config.metrics.bind, 'metrics', cleanups);
+    logger.info(
+      { ingress: formatBindAddress(ingressBound), admin: formatBindAddress(adminBound), metrics: formatBindAddress(metricsBound) },
+      'Ratchet is ready',
+    );
+    return { ingress: ingressBound, admin: adminBound, metrics: metricsBound, engine, stop: cleanup };
+  } catch (err) {
+    await cleanup();
+    throw err;
+  }
+}
+
+async function listen(
+  app: FastifyInstance,
+  bind: BindAddress,
+  listener: string,
+  cleanups: (() => Promise<void>)[],
+): Promise<BindAddress> {
+  try {
+    await app.listen({ host: bind.host, port: bind.port });
+  } catch (err) {
+    await app.close().catch(() => undefined);
+    throw new BindError(formatBindAddress(bind), { listener, cause: err });
+  }
+  cleanups.push(() => app.close());
+  const addr = app.server.address();
+  const port = typeof addr === 'object' && addr !== null ? addr.port : bind.port;
+  return { host: bind.host, port };
+}

@@ -1,0 +1,66 @@
+import { loadConfig } from '../../../runtime/src/config/config.ts';
+import { startRuntime, type RuntimeHandle } from '../../../runtime/src/runtime.ts';
+import { createLogger } from '../../../runtime/src/telemetry/logger.ts';
+
+export interface TestRuntime {
+  ingressUrl: string;
+  adminUrl: string;
+  handle: RuntimeHandle;
+  stop(): Promise<void>;
+}
+
+/** A runtime in the test process, against its own database, on free loopback ports. */
+export async function startTestRuntime(databaseUrl: string, env: Record<string, string> = {}): Promise<TestRuntime> {
+  const config = loadConfig({
+    env: {
+      RATCHET_INGRESS_BIND: '127.0.0.1:0',
+      RATCHET_ADMIN_BIND: '127.0.0.1:0',
+      RATCHET_METRICS_BIND: '127.0.0.1:0',
+      RATCHET_LOG_LEVEL: process.env['RATCHET_TEST_LOG_LEVEL'] ?? 'silent',
+      RATCHET_NODE_NAME: `test-${process.pid}`,
+      ...env,
+    },
+  });
+  const handle = await startRuntime(config, databaseUrl, createLogger(config.log));
+  return {
+    ingressUrl: `http://127.0.0.1:${handle.ingress.port}`,
+    adminUrl: `http://127.0.0.1:${handle.admin.port}`,
+    handle,
+    stop: () => handle.stop(),
+  };
+}
+
+export async function registerDeployment(
+  adminUrl: string,
+  uri: string,
+  extra: Record<string, unknown> = {},
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(`${adminUrl}/deployments`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ uri, ...extra }),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text === '' ? {} : (JSON.parse(text) as Record<string, unknown>) };
+}
+
+export async function call(
+  ingressUrl: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Headers; text: string; json: unknown }> {
+  const res = await fetch(`${ingressUrl}${path}`, {
+    method: 'POST',
+    headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await res.text();
+  let json: unknown;
+  try {
+    json = text === '' ? undefined : JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, headers: res.headers, text, json };
+}
