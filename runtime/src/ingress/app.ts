@@ -1,4 +1,4 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { parseDuration } from '../config/units.ts';
 import type { Engine } from '../engine/engine.ts';
@@ -21,9 +21,10 @@ const VARY = 'origin, access-control-request-method, access-control-request-head
 const DROPPED_HEADERS = new Set(['connection', 'host', 'idempotency-key', 'idempotency-expires', 'content-length', 'transfer-encoding', 'keep-alive']);
 
 export function buildIngressApp(deps: IngressDeps): FastifyInstance {
+  const log = deps.logger.child({ component: 'ingress' });
   const app = Fastify({
-    loggerInstance: deps.logger.child({ component: 'ingress' }) as FastifyBaseLogger,
-    disableRequestLogging: true,
+    // Per-request logging would cost more than the invocation path itself; errors are logged by the handler below.
+    logger: false,
     bodyLimit: deps.requestSizeLimit,
     // Restate paths carry URL-encoded keys; the raw path is parsed by us.
     routerOptions: { ignoreDuplicateSlashes: false },
@@ -42,7 +43,7 @@ export function buildIngressApp(deps: IngressDeps): FastifyInstance {
     if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) {
       return sendError(reply, err.statusCode, err.message, 'ingress');
     }
-    reply.log.error({ err }, 'ingress request failed');
+    log.error({ err }, 'ingress request failed');
     return sendError(reply, 503, `the request could not be processed, retrying it is safe: ${err.message}`, 'ingress');
   });
 
@@ -72,7 +73,7 @@ async function handle(deps: IngressDeps, req: FastifyRequest, reply: FastifyRepl
     return reply
       .code(200)
       .header('content-type', 'application/json')
-      .send(JSON.stringify({ services: deps.registry.services().map((s) => s.schema.name) }));
+      .send(jsonBody({ services: deps.registry.services().map((s) => s.schema.name) }));
   }
   if (req.method !== 'POST' && req.method !== 'GET') throw new IngressError(405, 'method not allowed');
   const { service, handler, key, send } = route;
@@ -126,7 +127,7 @@ async function handle(deps: IngressDeps, req: FastifyRequest, reply: FastifyRepl
     const payload: Record<string, string> = { invocationId: accepted.id };
     if (accepted.executionTime !== undefined) payload.executionTime = formatTimestamp(accepted.executionTime);
     payload.status = accepted.created ? 'Accepted' : 'PreviouslyAccepted';
-    return reply.code(202).header('content-type', 'application/json').send(JSON.stringify(payload));
+    return reply.code(202).header('content-type', 'application/json').send(jsonBody(payload));
   }
 
   if (!accepted.created && service.schema.ty === 'Workflow' && handler.ty === 'Workflow') {
@@ -166,7 +167,12 @@ function sendError(
     .code(status)
     .header('x-restate-error-source', source)
     .header('content-type', 'application/json')
-    .send(JSON.stringify({ ...body, source }));
+    .send(jsonBody({ ...body, source }));
+}
+
+/** A Buffer, not a string: fastify would append `; charset=utf-8` to a string body, which restate does not send. */
+function jsonBody(value: unknown): Buffer {
+  return Buffer.from(JSON.stringify(value));
 }
 
 /** `2026-11-21T20:44:19.539000000Z`, as restate renders times in ingress bodies. */

@@ -94,3 +94,22 @@ export interface ActiveService {
   deploymentId: string;
   overrides: ServiceOverrides;
 }
+
+/**
+ * What a service gets when neither its manifest nor the admin API sets a value (runtime configuration:
+ * `default-*` settings, the invoker timeouts and `default-retry-policy`). Rendered by the admin API.
+ */
+export interface ServiceDefaults {
+  idempotencyRetentionMs: number;
+  journalRetentionMs: number;
+  workflowCompletionRetentionMs: number;
+  inactivityTimeoutMs: number;
+  abortTimeoutMs: number;
+  retryPolicy: {
+    initialIntervalMs: number;
+    exponentiationFactor: number;
+    maxAttempts: number;
+    maxIntervalMs: number;
+    onMaxAttempts: OnMaxAttempts;
+  };
+}

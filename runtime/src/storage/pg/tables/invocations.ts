@@ -217,6 +217,9 @@ const UPDATE_COLUMNS: Record<keyof InvocationUpdate, string> = {
   failureMetadata: 'failure_metadata',
 };
 
+/** PostgreSQL truncates statement names at 63 bytes, so each column set gets a short numbered name. */
+const statementNames = new Map<string, string>();
+
 /**
  * One UPDATE per change. Statement names are derived from the column set, so each shape is prepared once per
  * connection and reused.
@@ -234,8 +237,17 @@ export function updateInvocation(id: string, update: InvocationUpdate, now: Date
     values.push(k === 'awaiting' || k === 'failureMetadata' ? (v === null ? null : JSON.stringify(v)) : v);
   }
   return {
-    name: `invocation_update_${keys.join('_')}`,
+    name: statementName(keys.join(',')),
     text: `UPDATE ratchet.invocation SET modified_at = $2${sets.length > 0 ? ', ' + sets.join(', ') : ''} WHERE id = $1`,
     values,
   };
+}
+
+function statementName(columns: string): string {
+  let name = statementNames.get(columns);
+  if (name === undefined) {
+    name = `invocation_update_${statementNames.size}`;
+    statementNames.set(columns, name);
+  }
+  return name;
 }

@@ -1,0 +1,151 @@
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { RatchetError } from '../errors/errors.ts';
+import type { RegisterDeployment } from '../schema/register.ts';
+import type { SchemaRegistry } from '../schema/registry.ts';
+import { RequestExtractionError, UnsupportedAdminApiVersionError } from './errors.ts';
+import { sendJson } from './reply.ts';
+import type { AdminApiVersion } from './request.ts';
+import type { AdminRouteContext, AdminRoutes } from './routes/context.ts';
+import { deploymentRoutes } from './routes/deployments.ts';
+import { metaRoutes } from './routes/meta.ts';
+import { serviceRoutes } from './routes/services.ts';
+
+/**
+ * The admin API (restate-server 1.7.12 compatible). Every route is served at the root and under `/v2`, `/v3` and
+ * `/v4`, the version being handed to the handlers; `/v1/...` is refused like restate does. Handlers only route and
+ * convert: the logic lives in `schema/`, errors are mapped to HTTP in the one error handler below.
+ */
+
+export interface AdminDeps {
+  registry: SchemaRegistry;
+  register: RegisterDeployment;
+  /** Ratchet's version, shown by `GET /version`. */
+  version: string;
+  /** Advertised ingress URL, e.g. `http://127.0.0.1:8080/`. */
+  ingressEndpoint: string;
+  clusterName: string;
+  logger: Logger;
+  /** Largest request body accepted; default 10 MiB. */
+  bodyLimit?: number;
+}
+
+const ROUTES: readonly AdminRoutes[] = [metaRoutes, deploymentRoutes, serviceRoutes];
+const VERSION_PREFIXES: readonly { prefix: string; version: AdminApiVersion }[] = [
+  { prefix: '', version: undefined },
+  { prefix: '/v2', version: 2 },
+  { prefix: '/v3', version: 3 },
+  { prefix: '/v4', version: 4 },
+];
+
+interface KnownRoute {
+  pattern: RegExp;
+  methods: Set<string>;
+}
+
+function routePattern(url: string): RegExp {
+  const source = url
+    .split('/')
+    .map((segment) => {
+      if (segment.startsWith(':')) return '[^/]+';
+      if (segment === '*') return '.*';
+      return segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    })
+    .join('/');
+  return new RegExp(`^${source}$`);
+}
+
+/** The order restate lists methods in `allow`. */
+const METHOD_ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
+
+function methodRank(method: string): number {
+  const rank = METHOD_ORDER.indexOf(method);
+  return rank === -1 ? METHOD_ORDER.length : rank;
+}
+
+function errorBody(message: string, code: string | undefined): Record<string, unknown> {
+  // restate clients read `restate_code`; the specification names it `service_code`. Both are sent.
+  return { message, restate_code: code ?? null, service_code: code ?? null };
+}
+
+export function buildAdminApp(deps: AdminDeps): FastifyInstance {
+  const app = Fastify({
+    loggerInstance: deps.logger.child({ component: 'admin' }) as FastifyBaseLogger,
+    // Probes and the CLI poll the admin API: one log line per request would drown everything else.
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: deps.bodyLimit ?? 10 * 1024 * 1024,
+  });
+
+  // Bodies are read raw; each route decides what it accepts, with restate's error phrases (see request.ts).
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+
+  // Every route, to answer 405 (with `allow`) rather than 404 when only the method is wrong.
+  const known = new Map<string, KnownRoute>();
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    const entry = known.get(route.url) ?? { pattern: routePattern(route.url), methods: new Set<string>() };
+    for (const m of methods) entry.methods.add(m.toUpperCase());
+    if (entry.methods.has('GET')) entry.methods.add('HEAD');
+    known.set(route.url, entry);
+  });
+
+  const refuseV1 = async (): Promise<never> => {
+    throw new UnsupportedAdminApiVersionError(1);
+  };
+  app.all('/v1', refuseV1);
+  app.all('/v1/*', refuseV1);
+
+  for (const { prefix, version } of VERSION_PREFIXES) {
+    const ctx: AdminRouteContext = {
+      registry: deps.registry,
+      register: deps.register,
+      version: deps.version,
+      ingressEndpoint: deps.ingressEndpoint,
+      clusterName: deps.clusterName,
+      apiVersion: version,
+    };
+    void app.register(
+      async (scope) => {
+        for (const routes of ROUTES) routes(scope, ctx);
+      },
+      { prefix },
+    );
+  }
+
+  app.setNotFoundHandler((req, reply) => {
+    const path = (req.raw.url ?? '/').split('?')[0] ?? '/';
+    const allowed = new Set<string>();
+    for (const route of known.values()) {
+      if (route.pattern.test(path)) for (const m of route.methods) allowed.add(m);
+    }
+    if (allowed.size > 0) {
+      const sorted = [...allowed].sort((a, b) => methodRank(a) - methodRank(b));
+      return reply.code(405).header('allow', sorted.join(',')).send();
+    }
+    return reply.code(404).send();
+  });
+
+  app.setErrorHandler((err: FastifyError | Error, req, reply) => {
+    if (err instanceof RequestExtractionError) {
+      return reply.code(err.status).type('text/plain; charset=utf-8').send(err.message);
+    }
+    if (err instanceof RatchetError) {
+      if (err.status >= 500) {
+        req.log.warn({ err, 'error.code': err.code }, `admin request failed: ${err.codedMessage}`);
+      } else {
+        req.log.debug({ 'error.code': err.code }, err.codedMessage);
+      }
+      return sendJson(reply, errorBody(err.codedMessage, err.code), err.status);
+    }
+    const statusCode = (err as FastifyError).statusCode;
+    if (statusCode !== undefined && statusCode >= 400 && statusCode < 500) {
+      // Fastify's own refusals (body too large, malformed URL): plain text, like restate's extractors.
+      return reply.code(statusCode).type('text/plain; charset=utf-8').send(err.message);
+    }
+    req.log.error({ err }, 'admin request failed unexpectedly');
+    return sendJson(reply, errorBody(`internal error: ${err.message}`, undefined), 500);
+  });
+
+  return app;
+}

@@ -1,0 +1,321 @@
+import { formatDuration } from '../config/units.ts';
+import type {
+  ActiveService,
+  DeploymentSchema,
+  HandlerSchema,
+  HandlerType,
+  InputRules,
+  OnMaxAttempts,
+  OutputRules,
+  ProtocolType,
+  ServiceDefaults,
+  ServiceType,
+} from './types.ts';
+
+/**
+ * The admin API's JSON shapes, rendered exactly as restate-server 1.7.12 does: field names, field order (the
+ * order serde writes them, as captured from the live server), which fields are omitted when unset, and defaults.
+ * Serialise with `toJsonText`, which writes float fields the way serde does (`2.0`, not `2`).
+ */
+
+export interface SchemaInfoJson {
+  code?: string;
+  message: string;
+}
+
+export interface HandlerRetryPolicyJson {
+  initial_interval?: string;
+  exponentiation_factor?: number;
+  /** Always present; `null` = inherited from the service. */
+  max_attempts: number | null;
+  max_interval?: string;
+  on_max_attempts?: OnMaxAttempts;
+}
+
+export interface HandlerMetadataJson {
+  name: string;
+  ty?: HandlerType;
+  documentation?: string;
+  metadata?: Record<string, string>;
+  idempotency_retention?: string;
+  journal_retention?: string;
+  inactivity_timeout?: string;
+  abort_timeout?: string;
+  enable_lazy_state?: boolean;
+  public: boolean;
+  input_description: string;
+  output_description: string;
+  input_json_schema?: unknown;
+  output_json_schema?: unknown;
+  retry_policy: HandlerRetryPolicyJson;
+  info?: SchemaInfoJson[];
+}
+
+export interface ServiceRetryPolicyJson {
+  initial_interval: string;
+  exponentiation_factor: number;
+  max_attempts: number;
+  max_interval: string;
+  on_max_attempts: OnMaxAttempts;
+}
+
+export interface ServiceMetadataJson {
+  name: string;
+  ty: ServiceType;
+  handlers: HandlerMetadataJson[];
+  documentation?: string;
+  metadata?: Record<string, string>;
+  deployment_id: string;
+  revision: number;
+  public: boolean;
+  idempotency_retention: string;
+  workflow_completion_retention?: string;
+  journal_retention: string;
+  inactivity_timeout: string;
+  abort_timeout: string;
+  enable_lazy_state: boolean;
+  retry_policy: ServiceRetryPolicyJson;
+  info?: SchemaInfoJson[];
+}
+
+export interface RegisterDeploymentResponseJson {
+  id: string;
+  services: ServiceMetadataJson[];
+  min_protocol_version: number;
+  max_protocol_version: number;
+  sdk_version: string | null;
+}
+
+interface DeploymentJsonBase<S> {
+  id: string;
+  uri: string;
+  protocol_type: ProtocolType;
+  http_version: 'HTTP/2.0' | 'HTTP/1.1';
+  additional_headers?: Record<string, string>;
+  metadata?: Record<string, string>;
+  created_at: string;
+  min_protocol_version: number;
+  max_protocol_version: number;
+  sdk_version: string | null;
+  services: S[];
+}
+
+export type DeploymentResponseJson = DeploymentJsonBase<{ name: string; revision: number }>;
+export type DetailedDeploymentResponseJson = DeploymentJsonBase<ServiceMetadataJson>;
+
+/** What rendering a service needs besides its schema: the transport of the deployment serving this revision. */
+export interface RenderContext {
+  protocolType: ProtocolType;
+  defaults: ServiceDefaults;
+}
+
+/** `2026-11-21T20:43:51.067000000Z`: RFC 3339 with 9 fractional digits, as restate renders times. */
+export function formatTimestamp(date: Date): string {
+  return `${date.toISOString().slice(0, -1)}000000Z`;
+}
+
+/** restate's description of a JSON schema: its title, else its type, else nothing (the content type is shown). */
+function describeJsonSchema(schema: unknown): string | undefined {
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) return undefined;
+  const { title, type } = schema as { title?: unknown; type?: unknown };
+  if (typeof title === 'string') return `JSON '${title}'`;
+  if (typeof type === 'string') return `JSON ${type}`;
+  return undefined;
+}
+
+export function inputDescription(input: InputRules): string {
+  if (input.contentType === undefined) return input.required ? '<invalid rules>' : 'none';
+  return describeJsonSchema(input.jsonSchema) ?? input.contentType;
+}
+
+export function outputDescription(output: OutputRules): string {
+  if (output.contentType === undefined) return 'none';
+  return (
+    describeJsonSchema(output.jsonSchema) ??
+    (output.setContentTypeIfEmpty ? `optional ${output.contentType}` : output.contentType)
+  );
+}
+
+function nonEmpty(map: Record<string, string> | undefined): map is Record<string, string> {
+  return map !== undefined && Object.keys(map).length > 0;
+}
+
+function inactivityInfo(what: 'service' | 'handler', configuredMs: number): SchemaInfoJson {
+  return {
+    code: 'RT0021',
+    message:
+      `The configured inactivity_timeout ${formatDuration(configuredMs)} will not be applied because the ${what} ` +
+      'is exposed in Request/Response mode.',
+  };
+}
+
+function renderHandler(handler: HandlerSchema, servicePublic: boolean, ctx: RenderContext): HandlerMetadataJson {
+  const requestResponse = ctx.protocolType === 'RequestResponse';
+  const p = handler.retryPolicy;
+  const info: SchemaInfoJson[] = [];
+  if (requestResponse && handler.inactivityTimeoutMs !== undefined) {
+    info.push(inactivityInfo('handler', handler.inactivityTimeoutMs));
+  }
+  return {
+    name: handler.name,
+    ...(handler.ty === undefined ? {} : { ty: handler.ty }),
+    ...(handler.documentation === undefined ? {} : { documentation: handler.documentation }),
+    ...(nonEmpty(handler.metadata) ? { metadata: handler.metadata } : {}),
+    ...(handler.idempotencyRetentionMs === undefined
+      ? {}
+      : { idempotency_retention: formatDuration(handler.idempotencyRetentionMs) }),
+    ...(handler.journalRetentionMs === undefined ? {} : { journal_retention: formatDuration(handler.journalRetentionMs) }),
+    ...(handler.inactivityTimeoutMs === undefined || requestResponse
+      ? {}
+      : { inactivity_timeout: formatDuration(handler.inactivityTimeoutMs) }),
+    ...(handler.abortTimeoutMs === undefined ? {} : { abort_timeout: formatDuration(handler.abortTimeoutMs) }),
+    ...(handler.enableLazyState === undefined ? {} : { enable_lazy_state: handler.enableLazyState }),
+    public: servicePublic && handler.ingressPrivate !== true,
+    input_description: inputDescription(handler.input),
+    output_description: outputDescription(handler.output),
+    ...(handler.input.jsonSchema === undefined ? {} : { input_json_schema: handler.input.jsonSchema }),
+    ...(handler.output.jsonSchema === undefined ? {} : { output_json_schema: handler.output.jsonSchema }),
+    retry_policy: {
+      ...(p.initialIntervalMs === undefined ? {} : { initial_interval: formatDuration(p.initialIntervalMs) }),
+      ...(p.exponentiationFactor === undefined ? {} : { exponentiation_factor: p.exponentiationFactor }),
+      max_attempts: p.maxAttempts ?? null,
+      ...(p.maxIntervalMs === undefined ? {} : { max_interval: formatDuration(p.maxIntervalMs) }),
+      ...(p.onMaxAttempts === undefined ? {} : { on_max_attempts: p.onMaxAttempts }),
+    },
+    ...(info.length === 0 ? {} : { info }),
+  };
+}
+
+/** `ServiceMetadata` of one revision of a service; `overrides` apply to the latest revision only. */
+export function renderService(service: ActiveService, ctx: RenderContext): ServiceMetadataJson {
+  const { schema, overrides } = service;
+  const d = ctx.defaults;
+  const requestResponse = ctx.protocolType === 'RequestResponse';
+  const servicePublic = overrides.public ?? schema.ingressPrivate !== true;
+  const configuredInactivity = overrides.inactivityTimeoutMs ?? schema.inactivityTimeoutMs;
+  const info: SchemaInfoJson[] = [];
+  if (requestResponse && configuredInactivity !== undefined) info.push(inactivityInfo('service', configuredInactivity));
+  const retry = schema.retryPolicy;
+  return {
+    name: schema.name,
+    ty: schema.ty,
+    handlers: schema.handlers.map((h) => renderHandler(h, servicePublic, ctx)),
+    ...(schema.documentation === undefined ? {} : { documentation: schema.documentation }),
+    ...(nonEmpty(schema.metadata) ? { metadata: schema.metadata } : {}),
+    deployment_id: service.deploymentId,
+    revision: service.revision,
+    public: servicePublic,
+    idempotency_retention: formatDuration(
+      overrides.idempotencyRetentionMs ?? schema.idempotencyRetentionMs ?? d.idempotencyRetentionMs,
+    ),
+    ...(schema.ty === 'Workflow'
+      ? {
+          workflow_completion_retention: formatDuration(
+            overrides.workflowCompletionRetentionMs ??
+              schema.workflowCompletionRetentionMs ??
+              d.workflowCompletionRetentionMs,
+          ),
+        }
+      : {}),
+    journal_retention: formatDuration(overrides.journalRetentionMs ?? schema.journalRetentionMs ?? d.journalRetentionMs),
+    // A request/response deployment cannot be asked to suspend on inactivity: restate shows 0s.
+    inactivity_timeout: formatDuration(requestResponse ? 0 : (configuredInactivity ?? d.inactivityTimeoutMs)),
+    abort_timeout: formatDuration(overrides.abortTimeoutMs ?? schema.abortTimeoutMs ?? d.abortTimeoutMs),
+    enable_lazy_state: schema.enableLazyState ?? false,
+    retry_policy: {
+      initial_interval: formatDuration(retry.initialIntervalMs ?? d.retryPolicy.initialIntervalMs),
+      exponentiation_factor: retry.exponentiationFactor ?? d.retryPolicy.exponentiationFactor,
+      max_attempts: retry.maxAttempts ?? d.retryPolicy.maxAttempts,
+      max_interval: formatDuration(retry.maxIntervalMs ?? d.retryPolicy.maxIntervalMs),
+      on_max_attempts: retry.onMaxAttempts ?? d.retryPolicy.onMaxAttempts,
+    },
+    ...(info.length === 0 ? {} : { info }),
+  };
+}
+
+export function renderHandlerOf(service: ActiveService, handler: HandlerSchema, ctx: RenderContext): HandlerMetadataJson {
+  return renderHandler(handler, service.overrides.public ?? service.schema.ingressPrivate !== true, ctx);
+}
+
+export function renderRegisterResponse(
+  deployment: DeploymentSchema,
+  services: readonly ActiveService[],
+  defaults: ServiceDefaults,
+): RegisterDeploymentResponseJson {
+  const ctx: RenderContext = { protocolType: deployment.protocolType, defaults };
+  return {
+    id: deployment.id,
+    services: services.map((s) => renderService(s, ctx)),
+    min_protocol_version: deployment.minProtocolVersion,
+    max_protocol_version: deployment.maxProtocolVersion,
+    sdk_version: deployment.sdkVersion ?? null,
+  };
+}
+
+function deploymentBase<S>(deployment: DeploymentSchema, services: S[]): DeploymentJsonBase<S> {
+  return {
+    id: deployment.id,
+    uri: deployment.uri,
+    protocol_type: deployment.protocolType,
+    http_version: deployment.httpVersion,
+    ...(nonEmpty(deployment.additionalHeaders) ? { additional_headers: deployment.additionalHeaders } : {}),
+    ...(nonEmpty(deployment.metadata) ? { metadata: deployment.metadata } : {}),
+    created_at: formatTimestamp(deployment.createdAt),
+    min_protocol_version: deployment.minProtocolVersion,
+    max_protocol_version: deployment.maxProtocolVersion,
+    sdk_version: deployment.sdkVersion ?? null,
+    services,
+  };
+}
+
+export function renderDeployment(deployment: DeploymentSchema): DeploymentResponseJson {
+  return deploymentBase(
+    deployment,
+    deployment.services.map((s) => ({ name: s.name, revision: s.revision })),
+  );
+}
+
+export function renderDetailedDeployment(
+  deployment: DeploymentSchema,
+  services: readonly ActiveService[],
+  defaults: ServiceDefaults,
+): DetailedDeploymentResponseJson {
+  const ctx: RenderContext = { protocolType: deployment.protocolType, defaults };
+  return deploymentBase(
+    deployment,
+    services.map((s) => renderService(s, ctx)),
+  );
+}
+
+/** Float fields of restate's shapes (`f32`), which serde always writes with a fraction: `2.0`. Keyed by parent. */
+const FLOAT_FIELDS: ReadonlyMap<string, ReadonlySet<string>> = new Map([['retry_policy', new Set(['exponentiation_factor'])]]);
+
+function floatText(value: number): string {
+  return Number.isInteger(value) ? `${value}.0` : JSON.stringify(value);
+}
+
+/**
+ * `JSON.stringify` for admin responses, except that integral values of float fields keep their `.0` (JavaScript would
+ * print `2` where restate prints `2.0`). Object keys keep insertion order; undefined fields are skipped. Only the
+ * known float fields of the rendered shapes are affected, never user data such as JSON schemas.
+ */
+export function toJsonText(value: unknown): string {
+  return write(value, undefined);
+}
+
+function write(value: unknown, floats: ReadonlySet<string> | undefined, key?: string): string {
+  if (typeof value === 'number' && key !== undefined && floats?.has(key) === true && Number.isFinite(value)) {
+    return floatText(value);
+  }
+  if (Array.isArray(value)) return `[${value.map((v) => write(v, undefined)).join(',')}]`;
+  if (typeof value === 'object' && value !== null && !(value instanceof Date)) {
+    const parts: string[] = [];
+    const childFloats = key === undefined ? undefined : FLOAT_FIELDS.get(key);
+    for (const [k, v] of Object.entries(value)) {
+      if (v === undefined || typeof v === 'function') continue;
+      parts.push(`${JSON.stringify(k)}:${write(v, childFloats, k)}`);
+    }
+    return `{${parts.join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}

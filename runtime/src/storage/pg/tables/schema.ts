@@ -1,0 +1,325 @@
+import type pg from 'pg';
+import type {
+  RegistrationWrite,
+  SchemaChangeSubscription,
+  SchemaRows,
+  SchemaStore,
+  SchemaTransaction,
+  StoredRevision,
+  StoredService,
+} from '../../../schema/store.ts';
+import type {
+  DeploymentSchema,
+  HandlerSchema,
+  ProtocolType,
+  ServiceOverrides,
+  ServiceSchema,
+  ServiceType,
+} from '../../../schema/types.ts';
+
+/**
+ * `ratchet.deployment`, `ratchet.service_revision` and `ratchet.service`. Registrations are rare and small; every
+ * one runs in a single transaction under an advisory lock, and announces itself with NOTIFY so that the schema
+ * registry of every runtime process reloads.
+ */
+
+/** Any fixed 64-bit key, shared by every Ratchet process on the database; distinct from the migration lock. */
+const SCHEMA_LOCK_KEY = '7308432957233170002';
+export const SCHEMA_CHANGED_CHANNEL = 'ratchet_schema_changed';
+
+interface DeploymentRow {
+  id: string;
+  uri: string | null;
+  protocol_type: string;
+  http_version: string | null;
+  additional_headers: Record<string, string>;
+  metadata: Record<string, string>;
+  min_protocol_version: number;
+  max_protocol_version: number;
+  sdk_version: string | null;
+  services: { name: string; revision: number }[];
+  created_at: Date;
+}
+
+interface RevisionRow {
+  name: string;
+  revision: number;
+  deployment_id: string;
+  metadata: StoredServiceSchema;
+}
+
+interface ServiceRow {
+  name: string;
+  revision: number;
+  deployment_id: string;
+  ty: string;
+  overrides: ServiceOverrides;
+}
+
+const DEPLOYMENT_COLUMNS = `id, uri, protocol_type, http_version, additional_headers, metadata, min_protocol_version,
+  max_protocol_version, sdk_version, services, created_at`;
+
+function toDeployment(row: DeploymentRow): DeploymentSchema {
+  const deployment: DeploymentSchema = {
+    id: row.id,
+    uri: row.uri ?? '',
+    protocolType: row.protocol_type as ProtocolType,
+    httpVersion: row.http_version === 'HTTP/1.1' ? 'HTTP/1.1' : 'HTTP/2.0',
+    additionalHeaders: row.additional_headers,
+    metadata: row.metadata,
+    minProtocolVersion: row.min_protocol_version,
+    maxProtocolVersion: row.max_protocol_version,
+    createdAt: row.created_at,
+    services: row.services,
+  };
+  if (row.sdk_version !== null) deployment.sdkVersion = row.sdk_version;
+  return deployment;
+}
+
+function toService(row: ServiceRow): StoredService {
+  return {
+    name: row.name,
+    revision: row.revision,
+    deploymentId: row.deployment_id,
+    ty: row.ty as ServiceType,
+    overrides: row.overrides,
+  };
+}
+
+/*
+ * JSON schemas of handler inputs and outputs are echoed back by the admin API. jsonb reorders object keys, so they
+ * are stored as JSON text inside the jsonb document to come back exactly as the SDK sent them.
+ */
+type StoredHandlerSchema = Omit<HandlerSchema, 'input' | 'output'> & {
+  input: Omit<HandlerSchema['input'], 'jsonSchema'> & { jsonSchemaText?: string };
+  output: Omit<HandlerSchema['output'], 'jsonSchema'> & { jsonSchemaText?: string };
+};
+type StoredServiceSchema = Omit<ServiceSchema, 'handlers'> & { handlers: StoredHandlerSchema[] };
+
+function encodeSchema(schema: ServiceSchema): StoredServiceSchema {
+  return {
+    ...schema,
+    handlers: schema.handlers.map((h) => {
+      const { jsonSchema: inputSchema, ...input } = h.input;
+      const { jsonSchema: outputSchema, ...output } = h.output;
+      return {
+        ...h,
+        input: inputSchema === undefined ? input : { ...input, jsonSchemaText: JSON.stringify(inputSchema) },
+        output: outputSchema === undefined ? output : { ...output, jsonSchemaText: JSON.stringify(outputSchema) },
+      };
+    }),
+  };
+}
+
+function decodeSchema(stored: StoredServiceSchema): ServiceSchema {
+  return {
+    ...stored,
+    handlers: stored.handlers.map((h) => {
+      const { jsonSchemaText: inputText, ...input } = h.input;
+      const { jsonSchemaText: outputText, ...output } = h.output;
+      return {
+        ...h,
+        input: inputText === undefined ? input : { ...input, jsonSchema: JSON.parse(inputText) as unknown },
+        output: outputText === undefined ? output : { ...output, jsonSchema: JSON.parse(outputText) as unknown },
+      };
+    }),
+  };
+}
+
+class PgSchemaTransaction implements SchemaTransaction {
+  constructor(private readonly client: pg.ClientBase) {}
+
+  async deploymentsByUri(uri: string): Promise<DeploymentSchema[]> {
+    const res = await this.client.query<DeploymentRow>(
+      `SELECT ${DEPLOYMENT_COLUMNS} FROM ratchet.deployment WHERE uri = $1 ORDER BY created_at, id`,
+      [uri],
+    );
+    return res.rows.map(toDeployment);
+  }
+
+  async revisionsOf(deployment: DeploymentSchema): Promise<ServiceSchema[]> {
+    if (deployment.services.length === 0) return [];
+    const res = await this.client.query<RevisionRow>(
+      `SELECT r.name, r.revision, r.deployment_id, r.metadata
+       FROM ratchet.service_revision r
+       JOIN unnest($1::text[], $2::int[]) AS s(name, revision) ON r.name = s.name AND r.revision = s.revision`,
+      [deployment.services.map((s) => s.name), deployment.services.map((s) => s.revision)],
+    );
+    const byName = new Map(res.rows.map((r) => [r.name, decodeSchema(r.metadata)]));
+    return deployment.services.flatMap((s) => {
+      const schema = byName.get(s.name);
+      return schema === undefined ? [] : [schema];
+    });
+  }
+
+  async latestServices(names: readonly string[]): Promise<Map<string, StoredService>> {
+    const res = await this.client.query<ServiceRow>(
+      `SELECT name, revision, deployment_id, ty, overrides FROM ratchet.service WHERE name = ANY($1::text[])`,
+      [names],
+    );
+    return new Map(res.rows.map((r) => [r.name, toService(r)]));
+  }
+
+  async saveRegistration(write: RegistrationWrite): Promise<void> {
+    const d = write.deployment;
+    const values = [
+      d.id,
+      d.uri,
+      d.protocolType,
+      d.httpVersion,
+      JSON.stringify(d.additionalHeaders),
+      JSON.stringify(d.metadata),
+      d.minProtocolVersion,
+      d.maxProtocolVersion,
+      d.sdkVersion ?? null,
+      JSON.stringify(write.manifest),
+      JSON.stringify(d.services),
+      d.createdAt,
+    ];
+    if (write.overwrite) {
+      await this.client.query(
+        `UPDATE ratchet.deployment SET uri = $2, protocol_type = $3, http_version = $4, additional_headers = $5::jsonb,
+           metadata = $6::jsonb, min_protocol_version = $7, max_protocol_version = $8, sdk_version = $9,
+           manifest = $10::jsonb, services = $11::jsonb, created_at = $12
+         WHERE id = $1`,
+        values,
+      );
+    } else {
+      await this.client.query(
+        `INSERT INTO ratchet.deployment (id, uri, protocol_type, http_version, additional_headers, metadata,
+           min_protocol_version, max_protocol_version, sdk_version, manifest, services, created_at)
+         VALUES ($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, $8, $9, $10::jsonb, $11::jsonb, $12)`,
+        values,
+      );
+    }
+    if (write.revisions.length > 0) {
+      // A revision number can come back after its service was removed (restate restarts at the last live revision
+      // + 1); the row left from before is replaced.
+      await this.client.query(
+        `INSERT INTO ratchet.service_revision (name, revision, deployment_id, metadata)
+         SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::jsonb[])
+         ON CONFLICT (name, revision) DO UPDATE SET deployment_id = EXCLUDED.deployment_id, metadata = EXCLUDED.metadata`,
+        [
+          write.revisions.map((r) => r.schema.name),
+          write.revisions.map((r) => r.revision),
+          write.revisions.map(() => d.id),
+          write.revisions.map((r) => JSON.stringify(encodeSchema(r.schema))),
+        ],
+      );
+      // A new revision starts from its manifest: settings changed through the admin API do not carry over.
+      await this.client.query(
+        `INSERT INTO ratchet.service (name, revision, deployment_id, ty, overrides)
+         SELECT name, revision, $3, ty, '{}'::jsonb FROM unnest($1::text[], $2::int[], $4::text[]) AS s(name, revision, ty)
+         ON CONFLICT (name) DO UPDATE SET revision = EXCLUDED.revision, deployment_id = EXCLUDED.deployment_id,
+           ty = EXCLUDED.ty, overrides = EXCLUDED.overrides`,
+        [
+          write.revisions.map((r) => r.schema.name),
+          write.revisions.map((r) => r.revision),
+          d.id,
+          write.revisions.map((r) => r.schema.ty),
+        ],
+      );
+    }
+    if (write.removedServices.length > 0) {
+      await this.client.query(`DELETE FROM ratchet.service WHERE name = ANY($1::text[]) AND deployment_id = $2`, [
+        write.removedServices,
+        d.id,
+      ]);
+    }
+    await this.client.query(`SELECT pg_notify($1, $2)`, [SCHEMA_CHANGED_CHANNEL, d.id]);
+  }
+}
+
+export class PgSchemaStore implements SchemaStore {
+  constructor(private readonly pool: pg.Pool) {}
+
+  async load(): Promise<SchemaRows> {
+    const client = await this.pool.connect();
+    try {
+      // One snapshot for the three reads, so a concurrent registration is seen entirely or not at all.
+      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+      try {
+        const deployments = await client.query<DeploymentRow>(
+          `SELECT ${DEPLOYMENT_COLUMNS} FROM ratchet.deployment ORDER BY created_at, id`,
+        );
+        const revisions = await client.query<RevisionRow>(
+          `SELECT r.name, r.revision, r.deployment_id, r.metadata
+           FROM ratchet.service_revision r
+           WHERE EXISTS (
+             SELECT 1 FROM ratchet.deployment d, jsonb_to_recordset(d.services) AS s(name text, revision int)
+             WHERE d.id = r.deployment_id AND s.name = r.name AND s.revision = r.revision)`,
+        );
+        const services = await client.query<ServiceRow>(
+          `SELECT name, revision, deployment_id, ty, overrides FROM ratchet.service ORDER BY name`,
+        );
+        await client.query('COMMIT');
+        return {
+          deployments: deployments.rows.map(toDeployment),
+          revisions: revisions.rows.map(
+            (r): StoredRevision => ({
+              name: r.name,
+              revision: r.revision,
+              deploymentId: r.deployment_id,
+              schema: decodeSchema(r.metadata),
+            }),
+          ),
+          services: services.rows.map(toService),
+        };
+      } catch (err) {
+        await client.query('ROLLBACK');
+        throw err;
+      }
+    } finally {
+      client.release();
+    }
+  }
+
+  async transaction<T>(fn: (tx: SchemaTransaction) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      try {
+        await client.query('SELECT pg_advisory_xact_lock($1::bigint)', [SCHEMA_LOCK_KEY]);
+        const result = await fn(new PgSchemaTransaction(client));
+        await client.query('COMMIT');
+        return result;
+      } catch (err) {
+        await client.query('ROLLBACK');
+        throw err;
+      }
+    } finally {
+      client.release();
+    }
+  }
+
+  async subscribe(onChange: () => void, onError: (err: unknown) => void): Promise<SchemaChangeSubscription> {
+    const client = await this.pool.connect();
+    let closed = false;
+    const onNotification = (msg: pg.Notification): void => {
+      if (msg.channel === SCHEMA_CHANGED_CHANNEL) onChange();
+    };
+    const onClientError = (err: Error): void => {
+      if (!closed) onError(err);
+    };
+    client.on('notification', onNotification);
+    client.on('error', onClientError);
+    try {
+      await client.query(`LISTEN ${SCHEMA_CHANGED_CHANNEL}`);
+    } catch (err) {
+      client.off('notification', onNotification);
+      client.off('error', onClientError);
+      client.release(err instanceof Error ? err : true);
+      throw err;
+    }
+    return {
+      async close() {
+        if (closed) return;
+        closed = true;
+        client.off('notification', onNotification);
+        client.off('error', onClientError);
+        // A listening connection must not go back to the pool: destroy it instead.
+        client.release(true);
+      },
+    };
+  }
+}

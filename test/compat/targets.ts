@@ -1,0 +1,340 @@
+import http from 'node:http';
+import * as restate from '@restatedev/restate-sdk';
+import { createTestDatabase, type TestDatabase } from '../support/postgres.ts';
+import { startRestateServer, type RestateServer } from '../support/restate-server.ts';
+import { startEndpoint, type SdkEndpoint } from '../support/sdk-endpoint.ts';
+
+/**
+ * Compatibility-test plumbing: the two targets (the real restate-server 1.7.12 and Ratchet), each with its own SDK
+ * endpoint serving the same services, a raw HTTP client, and the normalization that makes two responses comparable.
+ */
+
+export type TargetName = 'restate' | 'ratchet';
+
+export interface Target {
+  readonly name: TargetName;
+  /** Unique per target; scenarios put it into keys and inputs so nothing can be shared by accident. */
+  readonly tag: string;
+  readonly ingressUrl: string;
+  readonly adminUrl: string;
+  /** The target's own log output (restate-server's stdout+stderr; empty for the in-process Ratchet). */
+  output(): string;
+  stop(): Promise<void>;
+}
+
+/** `RATCHET_COMPAT_TARGETS=restate` (or `ratchet`) runs one side only; default both. */
+export function selectedTargets(): TargetName[] {
+  const raw = process.env['RATCHET_COMPAT_TARGETS'];
+  if (raw === undefined || raw.trim() === '') return ['restate', 'ratchet'];
+  const names = raw.split(',').map((s) => s.trim());
+  for (const n of names) if (n !== 'restate' && n !== 'ratchet') throw new Error(`unknown compat target '${n}'`);
+  return names as TargetName[];
+}
+
+// ------------------------------------------------------------------------------------------------------------------
+// HTTP
+
+export interface HttpRequest {
+  readonly method: string;
+  /** Sent verbatim (percent-encoding and query string included). */
+  readonly path: string;
+  readonly headers?: Record<string, string>;
+  /** Raw body bytes/text; no content-type is added implicitly. */
+  readonly body?: string;
+}
+
+export interface HttpResponse {
+  readonly status: number;
+  readonly headers: http.IncomingHttpHeaders;
+  readonly text: string;
+  readonly elapsedMs: number;
+}
+
+export interface Exchange {
+  readonly target: TargetName;
+  readonly request: HttpRequest;
+  readonly response: HttpResponse;
+}
+
+/** A plain HTTP/1.1 request with exactly the given headers (plus host/content-length), one connection per request. */
+export function httpRequest(baseUrl: string, req: HttpRequest, timeoutMs = 30_000): Promise<HttpResponse> {
+  const url = new URL(baseUrl);
+  const body = req.body === undefined ? undefined : Buffer.from(req.body, 'utf8');
+  const headers: Record<string, string> = { ...req.headers };
+  if (body !== undefined) headers['content-length'] = String(body.length);
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    const r = http.request(
+      {
+        host: url.hostname,
+        port: url.port,
+        method: req.method,
+        path: req.path,
+        headers,
+        agent: false,
+        timeout: timeoutMs,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('error', reject);
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            text: Buffer.concat(chunks).toString('utf8'),
+            elapsedMs: performance.now() - started,
+          }),
+        );
+      },
+    );
+    r.on('timeout', () => r.destroy(new Error(`${req.method} ${req.path} timed out after ${timeoutMs} ms`)));
+    r.on('error', reject);
+    r.end(body);
+  });
+}
+
+export function describeExchange(x: Exchange): string {
+  const reqHeaders = Object.entries(x.request.headers ?? {})
+    .map(([k, v]) => `  ${k}: ${v}`)
+    .join('\n');
+  const resHeaders = Object.entries(x.response.headers)
+    .filter(([k]) => k !== 'date')
+    .map(([k, v]) => `  ${k}: ${Array.isArray(v) ? v.join(', ') : String(v)}`)
+    .join('\n');
+  return [
+    `[${x.target}] ${x.request.method} ${x.request.path}`,
+    ...(reqHeaders === '' ? [] : [reqHeaders]),
+    ...(x.request.body === undefined ? [] : [`  body: ${x.request.body}`]),
+    `  -> ${x.response.status} (${x.response.elapsedMs.toFixed(0)} ms)`,
+    resHeaders,
+    `  body: ${x.response.text}`,
+  ].join('\n');
+}
+
+// ------------------------------------------------------------------------------------------------------------------
+// Normalization
+
+export const INVOCATION_ID = /^inv_1[0-9A-Za-z]{33}$/;
+/** `2026-11-21T20:44:19.539000000Z`: how restate renders times in ingress bodies. */
+export const NANOS_TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{9}Z$/;
+
+export interface Normalized {
+  status: number;
+  headers: {
+    'x-restate-id': string | null;
+    'x-restate-error-source': string | null;
+    'content-type': string | null;
+    vary: string | null;
+    'access-control-allow-credentials': string | null;
+  };
+  body: unknown;
+  /** Top-level key order of a JSON object body, as sent on the wire. */
+  keyOrder?: string[];
+}
+
+function header(res: HttpResponse, name: string): string | null {
+  const v = res.headers[name];
+  if (v === undefined) return null;
+  return Array.isArray(v) ? v.join(', ') : v;
+}
+
+function normalizeValue(value: unknown, tag: string): unknown {
+  if (typeof value === 'string') {
+    if (INVOCATION_ID.test(value)) return '<invocation-id>';
+    if (NANOS_TIMESTAMP.test(value)) return '<timestamp>';
+    return value.split(tag).join('<tag>');
+  }
+  if (Array.isArray(value)) return value.map((v) => normalizeValue(v, tag));
+  if (typeof value === 'object' && value !== null) {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, normalizeValue(v, tag)]));
+  }
+  return value;
+}
+
+/**
+ * What is compared between targets: status, the headers that matter (ids reduced to their shape), and the body with
+ * non-deterministic parts (ids, times, the per-target tag) replaced by placeholders. A non-JSON body stays text.
+ */
+export function normalize(x: Exchange, tag: string, body: (json: unknown) => unknown = (j) => j): Normalized {
+  const res = x.response;
+  const id = header(res, 'x-restate-id');
+  let parsed: unknown;
+  let isJson = false;
+  if (res.text !== '') {
+    try {
+      parsed = JSON.parse(res.text);
+      isJson = true;
+    } catch {
+      parsed = undefined;
+    }
+  }
+  const out: Normalized = {
+    status: res.status,
+    headers: {
+      'x-restate-id': id === null ? null : INVOCATION_ID.test(id) ? '<invocation-id>' : id,
+      'x-restate-error-source': header(res, 'x-restate-error-source'),
+      'content-type': header(res, 'content-type'),
+      vary: header(res, 'vary'),
+      'access-control-allow-credentials': header(res, 'access-control-allow-credentials'),
+    },
+    body: isJson ? normalizeValue(body(parsed), tag) : res.text.split(tag).join('<tag>'),
+  };
+  if (isJson && typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) {
+    out.keyOrder = Object.keys(parsed);
+  }
+  return out;
+}
+
+// ------------------------------------------------------------------------------------------------------------------
+// Services (identical for both targets)
+
+export const helper = restate.service({
+  name: 'Helper',
+  handlers: {
+    exclaim: (_ctx: restate.Context, s: string) => Promise.resolve(`${s}!`),
+  },
+});
+
+export const greeter = restate.service({
+  name: 'Greeter',
+  handlers: {
+    greet: (_ctx: restate.Context, name: string | undefined) => Promise.resolve(`Hello ${name ?? 'anon'}!`),
+    fail: (): Promise<never> =>
+      Promise.reject(new restate.TerminalError('this is a terminal failure', { errorCode: 418 })),
+    /** Calls another service, then sleeps durably for 100 ms. */
+    relay: async (ctx: restate.Context, name: string) => {
+      const exclaimed = await ctx.serviceClient(helper).exclaim(name);
+      await ctx.sleep(100);
+      return `${exclaimed} (after 100 ms)`;
+    },
+  },
+});
+
+export const counter = restate.object({
+  name: 'Counter',
+  handlers: {
+    add: async (ctx: restate.ObjectContext, n: number) => {
+      const next = ((await ctx.get<number>('count')) ?? 0) + n;
+      ctx.set('count', next);
+      return next;
+    },
+    get: restate.handlers.object.shared(
+      async (ctx: restate.ObjectSharedContext) => (await ctx.get<number>('count')) ?? 0,
+    ),
+    whoami: restate.handlers.object.shared((ctx: restate.ObjectSharedContext) => Promise.resolve(ctx.key)),
+  },
+});
+
+export const SERVICES = [greeter, helper, counter];
+export const SERVICE_NAMES = ['Counter', 'Greeter', 'Helper'];
+
+// ------------------------------------------------------------------------------------------------------------------
+// Targets
+
+async function registerDeployment(adminUrl: string, uri: string): Promise<void> {
+  const res = await fetch(`${adminUrl}/deployments`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ uri }),
+  });
+  const text = await res.text();
+  if (res.status !== 201) throw new Error(`registering ${uri} at ${adminUrl} answered ${res.status}: ${text}`);
+}
+
+/** Registration is acknowledged before every ingress sees the new schema (restate propagates it asynchronously). */
+async function waitForServices(ingressUrl: string, names: string[], timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  for (;;) {
+    try {
+      const res = await httpRequest(ingressUrl, { method: 'GET', path: '/restate/health' });
+      last = `${res.status} ${res.text}`;
+      if (res.status === 200) {
+        const services = (JSON.parse(res.text) as { services?: unknown }).services;
+        if (Array.isArray(services) && names.every((n) => services.includes(n))) return;
+      }
+    } catch (err) {
+      last = String(err);
+    }
+    if (Date.now() > deadline) throw new Error(`services ${names.join(', ')} not visible at ${ingressUrl}: ${last}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Closes what was started so far if a later step fails, and on stop. */
+class Resources {
+  private readonly closers: (() => Promise<unknown>)[] = [];
+  add(close: () => Promise<unknown>): void {
+    this.closers.push(close);
+  }
+  async closeAll(): Promise<void> {
+    const errors: unknown[] = [];
+    for (const close of this.closers.reverse()) {
+      try {
+        await close();
+      } catch (err) {
+        errors.push(err);
+      }
+    }
+    this.closers.length = 0;
+    if (errors.length > 0) throw new AggregateError(errors, 'stopping a compat target failed');
+  }
+}
+
+export async function startRestateTarget(): Promise<Target> {
+  const resources = new Resources();
+  try {
+    // Closed in reverse: the server stops before its endpoint goes away.
+    const endpoint: SdkEndpoint = await startEndpoint({ services: SERVICES, transport: 'h2' });
+    resources.add(() => endpoint.close());
+    const server: RestateServer = await startRestateServer();
+    resources.add(() => server.stop());
+    try {
+      await registerDeployment(server.adminUrl, endpoint.url);
+      await waitForServices(server.ingressUrl, SERVICE_NAMES);
+    } catch (err) {
+      throw new Error(`${String(err)}\n--- restate-server output ---\n${server.output().slice(-20_000)}`, {
+        cause: err,
+      });
+    }
+    return {
+      name: 'restate',
+      tag: 'via-restate',
+      ingressUrl: server.ingressUrl,
+      adminUrl: server.adminUrl,
+      output: () => server.output(),
+      stop: () => resources.closeAll(),
+    };
+  } catch (err) {
+    await resources.closeAll().catch(() => undefined);
+    throw err;
+  }
+}
+
+export async function startRatchetTarget(): Promise<Target> {
+  // Imported lazily: the restate half of the suite runs even while Ratchet's runtime does not build.
+  const { startTestRuntime } = await import('../integration/support/runtime.ts');
+  const resources = new Resources();
+  try {
+    const db: TestDatabase = await createTestDatabase();
+    resources.add(() => db.drop());
+    const endpoint = await startEndpoint({ services: SERVICES, transport: 'h2' });
+    resources.add(() => endpoint.close());
+    const runtime = await startTestRuntime(db.url);
+    resources.add(() => runtime.stop());
+    await registerDeployment(runtime.adminUrl, endpoint.url);
+    await waitForServices(runtime.ingressUrl, SERVICE_NAMES);
+    return {
+      name: 'ratchet',
+      tag: 'via-ratchet',
+      ingressUrl: runtime.ingressUrl,
+      adminUrl: runtime.adminUrl,
+      output: () => '',
+      stop: () => resources.closeAll(),
+    };
+  } catch (err) {
+    await resources.closeAll().catch(() => undefined);
+    throw err;
+  }
+}
