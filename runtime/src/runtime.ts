@@ -84,6 +84,7 @@ export async function startRuntime(config: Config, databaseUrl: string, logger: 
         abortTimeoutMs: config.invoker.abortTimeoutMs,
         messageSizeLimit: config.invoker.messageSizeLimitBytes,
         maxAwaitedFutureDepth: config.invoker.maxAwaitedFutureDepth,
+        maxProtocolVersion: config.invoker.maxProtocolVersion,
         defaultIdempotencyRetentionMs: config.serviceDefaults.idempotencyRetentionMs,
         defaultJournalRetentionMs: config.serviceDefaults.journalRetentionMs,
       },

@@ -48,6 +48,8 @@ export interface InvokerConfig {
   readonly messageSizeLimitBytes: number;
   /** Deepest nesting of awaited futures before the invocation is paused (RT0025). */
   readonly maxAwaitedFutureDepth: number;
+  /** Highest service protocol version offered to deployments (5–7); pinned per invocation. */
+  readonly maxProtocolVersion: number;
   /** Most attempts running at once in this process; undefined = unlimited. */
   readonly concurrencyLimit: number | undefined;
 }
@@ -123,6 +125,7 @@ export const SETTINGS = {
   RATCHET_INVOKER_ABORT_TIMEOUT: 'invoker.abort-timeout',
   RATCHET_INVOKER_MESSAGE_SIZE_LIMIT: 'invoker.message-size-limit',
   RATCHET_INVOKER_MAX_AWAITED_FUTURE_DEPTH: 'invoker.max-awaited-future-depth',
+  RATCHET_INVOKER_MAX_PROTOCOL_VERSION: 'invoker.max-protocol-version',
   RATCHET_INVOKER_CONCURRENCY_LIMIT: 'invoker.concurrency-limit',
   RATCHET_RETRY_INITIAL_INTERVAL: 'default-retry-policy.initial-interval',
   RATCHET_RETRY_EXPONENTIATION_FACTOR: 'default-retry-policy.exponentiation-factor',
@@ -527,6 +530,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
       // The service protocol's frame header carries the length in 32 bits.
       messageSizeLimitBytes: read.size('RATCHET_INVOKER_MESSAGE_SIZE_LIMIT', '32 MiB', { min: 1, max: 2 ** 32 - 1 }),
       maxAwaitedFutureDepth: read.integer('RATCHET_INVOKER_MAX_AWAITED_FUTURE_DEPTH', 1000, { min: 1 }),
+      maxProtocolVersion: read.integer('RATCHET_INVOKER_MAX_PROTOCOL_VERSION', 7, { min: 5, max: 7 }),
       concurrencyLimit: read.optionalInteger('RATCHET_INVOKER_CONCURRENCY_LIMIT', { min: 1 }),
     },
     defaultRetryPolicy: {

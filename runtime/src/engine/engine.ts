@@ -53,6 +53,7 @@ export interface EngineOptions {
   abortTimeoutMs: number;
   messageSizeLimit: number;
   maxAwaitedFutureDepth: number;
+  maxProtocolVersion: number;
   defaultIdempotencyRetentionMs: number;
   defaultJournalRetentionMs: number;
 }
@@ -431,10 +432,10 @@ export class Engine {
     if (d === undefined) {
       return { failure: { code: 500, rtCode: 'RT0011', message: `no deployment found for service ${ctx.serviceName}` } };
     }
-    const v = negotiateProtocolVersion(d.minProtocolVersion, d.maxProtocolVersion);
+    const v = negotiateProtocolVersion(d.minProtocolVersion, d.maxProtocolVersion, this.options.maxProtocolVersion);
     if (v === undefined) {
       return {
-        failure: { code: 500, rtCode: 'RT0013', message: `deployment ${d.id} supports none of the service protocol versions 5 to 7` },
+        failure: { code: 500, rtCode: 'RT0013', message: `deployment ${d.id} supports none of the service protocol versions 5 to ${this.options.maxProtocolVersion}` },
       };
     }
     ctx.deploymentId = d.id;

@@ -56,14 +56,23 @@ const greeter = restate.service({
 });
 const greeterRef: typeof greeter = { name: 'Greeter' } as typeof greeter;
 
-describe.each(['h2', 'h1'] as const)('invocations over %s', (transport) => {
+describe.each([
+  ['h2', 7],
+  ['h1', 7],
+  ['h2', 6],
+  ['h1', 5],
+] as const)('invocations over %s, protocol V%i', (transport, protocol) => {
   let db: TestDatabase;
   let runtime: TestRuntime;
   let endpoint: SdkEndpoint;
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    runtime = await startTestRuntime(db.url, { RATCHET_RETRY_INITIAL_INTERVAL: '50ms', RATCHET_RETRY_MAX_INTERVAL: '200ms' });
+    runtime = await startTestRuntime(db.url, {
+      RATCHET_RETRY_INITIAL_INTERVAL: '50ms',
+      RATCHET_RETRY_MAX_INTERVAL: '200ms',
+      RATCHET_INVOKER_MAX_PROTOCOL_VERSION: String(protocol),
+    });
     endpoint = await startEndpoint({ services: [greeter, counter], transport });
     const reg = await registerDeployment(runtime.adminUrl, endpoint.url, { use_http_11: transport === 'h1' });
     expect(reg.status).toBe(201);
@@ -76,12 +85,12 @@ describe.each(['h2', 'h1'] as const)('invocations over %s', (transport) => {
   });
 
   it('runs ctx.run, a durable sleep and a call, and journals every step', async () => {
-    const res = await call(runtime.ingressUrl, '/Greeter/greet', `Alice-${transport}`);
+    const res = await call(runtime.ingressUrl, '/Greeter/greet', `Alice-${transport}-${protocol}`);
     expect(res.status).toBe(200);
-    expect(res.json).toBe(`Hello Alice-${transport} #2`);
+    expect(res.json).toBe(`Hello Alice-${transport}-${protocol} #2`);
     const id = res.headers.get('x-restate-id');
     expect(id).toMatch(/^inv_1[0-9a-zA-Z]{33}$/);
-    expect(effects.get(`greet:Alice-${transport}`)).toBe(1);
+    expect(effects.get(`greet:Alice-${transport}-${protocol}`)).toBe(1);
 
     const client = new pg.Client({ connectionString: db.url });
     await client.connect();
@@ -98,7 +107,7 @@ describe.each(['h2', 'h1'] as const)('invocations over %s', (transport) => {
         'SELECT status, protocol_version FROM ratchet.invocation WHERE id = $1',
         [id],
       );
-      expect(status.rows[0]).toEqual({ status: 'completed', protocol_version: 7 });
+      expect(status.rows[0]).toEqual({ status: 'completed', protocol_version: protocol });
     } finally {
       await client.end();
     }
@@ -112,7 +121,7 @@ describe.each(['h2', 'h1'] as const)('invocations over %s', (transport) => {
   });
 
   it('retries a failing handler and replays acked ctx.run results instead of running them again', async () => {
-    const key = `flaky-${transport}`;
+    const key = `flaky-${transport}-${protocol}`;
     const res = await call(runtime.ingressUrl, '/Greeter/flaky', key);
     expect(res.status).toBe(200);
     expect(res.json).toBe('ok after 3 attempts, run executed 1 time(s)');
@@ -120,18 +129,18 @@ describe.each(['h2', 'h1'] as const)('invocations over %s', (transport) => {
   });
 
   it('sends one-way and delayed invocations, from the ingress and from handlers', async () => {
-    const sent = await call(runtime.ingressUrl, `/Greeter/record/send?delay=200ms`, `direct-${transport}`);
+    const sent = await call(runtime.ingressUrl, `/Greeter/record/send?delay=200ms`, `direct-${transport}-${protocol}`);
     expect(sent.status).toBe(202);
     const body = sent.json as { invocationId: string; status: string; executionTime: string };
     expect(body.status).toBe('Accepted');
     expect(body.executionTime).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z$/);
     expect(sent.headers.get('x-restate-id')).toBe(body.invocationId);
 
-    const fan = await call(runtime.ingressUrl, '/Greeter/fanout', `fan-${transport}`);
+    const fan = await call(runtime.ingressUrl, '/Greeter/fanout', `fan-${transport}-${protocol}`);
     expect(fan.json).toBe('sent');
-    await expect.poll(() => effects.get(`record:direct-${transport}`), { timeout: 10_000 }).toBe(1);
-    await expect.poll(() => effects.get(`record:fan-${transport}-now`), { timeout: 10_000 }).toBe(1);
-    await expect.poll(() => effects.get(`record:fan-${transport}-later`), { timeout: 10_000 }).toBe(1);
+    await expect.poll(() => effects.get(`record:direct-${transport}-${protocol}`), { timeout: 10_000 }).toBe(1);
+    await expect.poll(() => effects.get(`record:fan-${transport}-${protocol}-now`), { timeout: 10_000 }).toBe(1);
+    await expect.poll(() => effects.get(`record:fan-${transport}-${protocol}-later`), { timeout: 10_000 }).toBe(1);
   });
 
   it('answers ingress errors like restate', async () => {

@@ -52,6 +52,7 @@ describe('loadConfig defaults', () => {
         abortTimeoutMs: 600_000,
         messageSizeLimitBytes: 32 * 1024 * 1024,
         maxAwaitedFutureDepth: 1000,
+        maxProtocolVersion: 7,
         concurrencyLimit: undefined,
       },
       defaultRetryPolicy: {
