@@ -13,6 +13,7 @@ import { createRegistration } from './schema/register.ts';
 import { Http1Client, Http2Client } from './service-client/transport.ts';
 import { GroupCommitter } from './storage/pg/group-commit.ts';
 import { PartitionLeases } from './storage/pg/leases.ts';
+import { recordedPartitionCount } from './storage/pg/meta.ts';
 import { migrate } from './storage/pg/migrate.ts';
 import { createPool } from './storage/pg/pool.ts';
 import { createMetrics } from './telemetry/metrics.ts';
@@ -50,10 +51,17 @@ export async function startRuntime(config: Config, databaseUrl: string, logger: 
       client.release();
     }
 
+    const partitions = await recordedPartitionCount(pool, config.storage.partitions);
+    if (partitions !== config.storage.partitions) {
+      logger.warn(
+        { configured: config.storage.partitions, recorded: partitions },
+        'RATCHET_PARTITIONS differs from the partition count this cluster was created with; using the recorded count',
+      );
+    }
     const metrics = createMetrics();
     const registry = new SchemaRegistry(pool, config.serviceDefaults, config.defaultRetryPolicy);
     await registry.load();
-    const leases = new PartitionLeases(pool, { node: config.nodeName, partitions: config.storage.partitions, ttlMs: LEASE_TTL_MS });
+    const leases = new PartitionLeases(pool, { node: config.nodeName, partitions, ttlMs: LEASE_TTL_MS });
     const committer = new GroupCommitter(pool, leases, {
       maxBatch: config.storage.groupCommit.maxBatch,
       maxDelayMs: config.storage.groupCommit.maxDelayMs,
@@ -71,7 +79,7 @@ export async function startRuntime(config: Config, databaseUrl: string, logger: 
     const engine = new Engine(
       {
         node: config.nodeName,
-        partitions: config.storage.partitions,
+        partitions,
         clusterName: config.clusterName,
         defaultRetryPolicy: {
           initialIntervalMs: config.defaultRetryPolicy.initialIntervalMs,
