@@ -72,9 +72,10 @@ export async function startRuntime(config: Config, databaseUrl: string, logger: 
     });
     const http2 = new Http2Client();
     const http1 = new Http1Client();
-    cleanups.push(async () => {
+    cleanups.push(() => {
       http2.close();
       http1.close();
+      return Promise.resolve();
     });
     const engine = new Engine(
       {
@@ -112,7 +113,10 @@ export async function startRuntime(config: Config, databaseUrl: string, logger: 
       );
     }, LEASE_TTL_MS / 3);
     renew.unref();
-    cleanups.push(async () => clearInterval(renew));
+    cleanups.push(() => {
+      clearInterval(renew);
+      return Promise.resolve();
+    });
 
     const ingressAddress = formatBindAddress(config.ingress.bind);
     const ingress = buildIngressApp({ engine, registry, logger, requestSizeLimit: 32 * 1024 * 1024 });

@@ -54,7 +54,7 @@ const greeter = restate.service({
     },
   },
 });
-const greeterRef: typeof greeter = { name: 'Greeter' } as typeof greeter;
+const greeterRef = { name: 'Greeter' } as typeof greeter;
 
 describe.each([
   ['h2', 7],

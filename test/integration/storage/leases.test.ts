@@ -1,4 +1,4 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FencingError, GroupCommitter } from '../../../runtime/src/storage/pg/group-commit.ts';
 import { PartitionLeases, partitionFor } from '../../../runtime/src/storage/pg/leases.ts';

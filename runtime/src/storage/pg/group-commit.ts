@@ -1,6 +1,14 @@
 import type pg from 'pg';
 import type { JournalRow, Stmt, WriteOp } from '../api.ts';
 
+/** COMMIT itself failed (e.g. the connection dropped): the transaction may or may not have committed. */
+class CommitOutcomeUnknownError extends Error {
+  constructor(cause: unknown) {
+    super('the outcome of a commit is unknown (the connection failed during COMMIT)', { cause });
+    this.name = 'CommitOutcomeUnknownError';
+  }
+}
+
 export class FencingError extends Error {
   constructor(partitions: readonly number[]) {
     super(`lost the lease of partition(s) ${partitions.join(', ')}; another process owns them now`);
@@ -89,8 +97,9 @@ export class GroupCommitter {
       await this.commit(batch.map((p) => p.op));
       for (const p of batch) p.resolve();
     } catch (err) {
-      if (batch.length > 1 && !(err instanceof FencingError)) {
-        // Isolate the write that failed so that one bad write does not fail its neighbours.
+      if (batch.length > 1 && !(err instanceof FencingError) && !(err instanceof CommitOutcomeUnknownError)) {
+        // The transaction was rolled back: isolate the write that failed so that one bad write does not fail its
+        // neighbours. (After an unknown COMMIT outcome nothing may be retried: the writes might be durable already.)
         for (const p of batch) {
           try {
             await this.commit([p.op]);
@@ -124,12 +133,19 @@ export class GroupCommitter {
           for (const row of op.journal) journal.push(row);
         }
         if (journal.length > 0) await insertJournal(client, journal);
-        await client.query('COMMIT');
+        try {
+          await client.query('COMMIT');
+        } catch (err) {
+          broken = true;
+          throw new CommitOutcomeUnknownError(err);
+        }
         this.options.onCommit?.(ops.length, Number(process.hrtime.bigint() - started) / 1e9);
       } catch (err) {
-        await client.query('ROLLBACK').catch(() => {
-          broken = true;
-        });
+        if (!(err instanceof CommitOutcomeUnknownError)) {
+          await client.query('ROLLBACK').catch(() => {
+            broken = true;
+          });
+        }
         throw err;
       }
     } finally {

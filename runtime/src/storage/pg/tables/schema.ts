@@ -255,14 +255,12 @@ export class PgSchemaStore implements SchemaStore {
         await client.query('COMMIT');
         return {
           deployments: deployments.rows.map(toDeployment),
-          revisions: revisions.rows.map(
-            (r): StoredRevision => ({
-              name: r.name,
-              revision: r.revision,
-              deploymentId: r.deployment_id,
-              schema: decodeSchema(r.metadata),
-            }),
-          ),
+          revisions: revisions.rows.map((r): StoredRevision => ({
+            name: r.name,
+            revision: r.revision,
+            deploymentId: r.deployment_id,
+            schema: decodeSchema(r.metadata),
+          })),
           services: services.rows.map(toService),
         };
       } catch (err) {
@@ -312,13 +310,15 @@ export class PgSchemaStore implements SchemaStore {
       throw err;
     }
     return {
-      async close() {
-        if (closed) return;
-        closed = true;
-        client.off('notification', onNotification);
-        client.off('error', onClientError);
-        // A listening connection must not go back to the pool: destroy it instead.
-        client.release(true);
+      close() {
+        if (!closed) {
+          closed = true;
+          client.off('notification', onNotification);
+          client.off('error', onClientError);
+          // A listening connection must not go back to the pool: destroy it instead.
+          client.release(true);
+        }
+        return Promise.resolve();
       },
     };
   }
