@@ -59,8 +59,11 @@ export async function startRuntime(config: Config, databaseUrl: string, logger: 
       );
     }
     const metrics = createMetrics();
-    const registry = new SchemaRegistry(pool, config.serviceDefaults, config.defaultRetryPolicy);
+    const registry = new SchemaRegistry(pool, config.serviceDefaults, config.defaultRetryPolicy, config.invoker);
     await registry.load();
+    // Registrations made through another process sharing the database reach this one by LISTEN/NOTIFY.
+    const watch = await registry.watch((err) => logger.warn({ err }, 'schema change notifications interrupted'));
+    cleanups.push(() => Promise.resolve(watch.close()));
     const leases = new PartitionLeases(pool, { node: config.nodeName, partitions, ttlMs: LEASE_TTL_MS });
     const committer = new GroupCommitter(pool, leases, {
       maxBatch: config.storage.groupCommit.maxBatch,

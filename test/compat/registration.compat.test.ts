@@ -50,7 +50,9 @@ const counter = restate.object({
       ctx.set('count', next);
       return next;
     },
-    get: restate.handlers.object.shared(async (ctx: restate.ObjectSharedContext) => (await ctx.get<number>('count')) ?? 0),
+    get: restate.handlers.object.shared(
+      async (ctx: restate.ObjectSharedContext) => (await ctx.get<number>('count')) ?? 0,
+    ),
   },
 });
 
@@ -86,7 +88,12 @@ const configured = restate.service({
       (_ctx: restate.Context) => Promise.resolve('hello'),
     ),
     tuned: restate.handlers.handler(
-      { idempotencyRetention: 60_000, inactivityTimeout: 90_000, abortTimeout: 1_000, retryPolicy: { exponentiationFactor: 1.5, maxInterval: 3_600_000 } },
+      {
+        idempotencyRetention: 60_000,
+        inactivityTimeout: 90_000,
+        abortTimeout: 1_000,
+        retryPolicy: { exponentiationFactor: 1.5, maxInterval: 3_600_000 },
+      },
       (_ctx: restate.Context) => Promise.resolve('tuned'),
     ),
   },
@@ -95,7 +102,13 @@ const configured = restate.service({
     idempotencyRetention: 10_800_000,
     inactivityTimeout: 30_000,
     abortTimeout: 120_000,
-    retryPolicy: { initialInterval: 100, maxInterval: 10_000, maxAttempts: 5, exponentiationFactor: 2, onMaxAttempts: 'pause' },
+    retryPolicy: {
+      initialInterval: 100,
+      maxInterval: 10_000,
+      maxAttempts: 5,
+      exponentiationFactor: 2,
+      onMaxAttempts: 'pause',
+    },
   },
 });
 
@@ -105,7 +118,10 @@ const h1Service = restate.service({
   options: { inactivityTimeout: 30_000 },
 });
 
-const guardedService = restate.service({ name: 'Guarded', handlers: { hi: (_ctx: restate.Context) => Promise.resolve('hi') } });
+const guardedService = restate.service({
+  name: 'Guarded',
+  handlers: { hi: (_ctx: restate.Context) => Promise.resolve('hi') },
+});
 
 // --------------------------------------------------------------------------------------------------------------------
 // Targets
@@ -161,7 +177,9 @@ beforeAll(async () => {
       }),
     ),
   );
-  const started = await Promise.allSettled(names.map((n) => (n === 'restate' ? startRestateAdmin() : startRatchetAdmin())));
+  const started = await Promise.allSettled(
+    names.map((n) => (n === 'restate' ? startRestateAdmin() : startRatchetAdmin())),
+  );
   for (const s of started) if (s.status === 'fulfilled') targets.set(s.value.name, s.value);
   const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
   if (failed !== undefined) throw failed.reason;
@@ -308,9 +326,13 @@ function idsOf(steps: Map<TargetName, Step>): Map<TargetName, string> {
   return new Map([...steps.entries()].map(([n, s]) => [n, String((JSON.parse(s.raw.text) as { id: string }).id)]));
 }
 
-async function onBothWithIds(build: (id: string) => HttpRequest, ids: Map<TargetName, string>): Promise<Map<TargetName, Step>> {
+async function onBothWithIds(
+  build: (id: string) => HttpRequest,
+  ids: Map<TargetName, string>,
+): Promise<Map<TargetName, Step>> {
   const out = new Map<TargetName, Step>();
-  for (const t of targets.values()) out.set(t.name, toStep(await httpRequest(t.adminUrl, build(ids.get(t.name) ?? ''))));
+  for (const t of targets.values())
+    out.set(t.name, toStep(await httpRequest(t.adminUrl, build(ids.get(t.name) ?? ''))));
   return out;
 }
 
@@ -326,7 +348,11 @@ describe.sequential('deployment registration, restate-server 1.7.12 vs Ratchet',
   });
 
   it('dry_run: 201 with a would-be id, nothing stored', async () => {
-    const steps = expectAgree(await onBoth(post('/deployments', { uri: endpoints.main.url, dry_run: true })), 201, 'json');
+    const steps = expectAgree(
+      await onBoth(post('/deployments', { uri: endpoints.main.url, dry_run: true })),
+      201,
+      'json',
+    );
     for (const s of steps) expect(s.location).toBe('deployments/');
     expectAgree(await onBoth(get('/deployments')), 200, 'json');
   });
@@ -378,22 +404,40 @@ describe.sequential('deployment registration, restate-server 1.7.12 vs Ratchet',
   });
 
   it('rejects unreadable registration requests the same way', async () => {
-    expectAgree(await onBoth({ method: 'POST', path: '/deployments', body: '{"uri":"http://127.0.0.1:1"}' }), 415, 'text');
+    expectAgree(
+      await onBoth({ method: 'POST', path: '/deployments', body: '{"uri":"http://127.0.0.1:1"}' }),
+      415,
+      'text',
+    );
     expectAgree(
       await onBoth({ method: 'POST', path: '/deployments', headers: { 'content-type': 'text/plain' }, body: '{}' }),
       415,
       'text',
     );
-    expectAgree(await onBoth({ method: 'POST', path: '/deployments', headers: JSON_CT, body: '{"uri":' }), 400, 'text-prefix', 41);
+    expectAgree(
+      await onBoth({ method: 'POST', path: '/deployments', headers: JSON_CT, body: '{"uri":' }),
+      400,
+      'text-prefix',
+      41,
+    );
     expectAgree(await onBoth(post('/deployments', {})), 422, 'text-prefix', 131);
-    expectAgree(await onBoth(post('/deployments', { uri: 'http://127.0.0.1:1', force: 'yes' })), 422, 'text-prefix', 131);
+    expectAgree(
+      await onBoth(post('/deployments', { uri: 'http://127.0.0.1:1', force: 'yes' })),
+      422,
+      'text-prefix',
+      131,
+    );
     expectAgree(await onBoth(post('/deployments', { uri: 'nope' })), 400, 'json');
   });
 
   it('META0003: unreachable endpoint, and an endpoint that needs headers', async () => {
     const port = await freePort();
     expectAgree(await onBoth(post('/deployments', { uri: `http://127.0.0.1:${port}/` })), 500, 'code');
-    expectAgree(await onBoth(post('/deployments', { uri: `http://127.0.0.1:${port}/`, use_http_11: true })), 500, 'code');
+    expectAgree(
+      await onBoth(post('/deployments', { uri: `http://127.0.0.1:${port}/`, use_http_11: true })),
+      500,
+      'code',
+    );
     expectAgree(await onBoth(post('/deployments', { uri: endpoints.guarded.url })), 500, 'code');
     const withHeaders = await onBoth(
       post('/deployments', { uri: endpoints.guarded.url, additional_headers: { authorization: 'Bearer s3cret' } }),
@@ -405,7 +449,11 @@ describe.sequential('deployment registration, restate-server 1.7.12 vs Ratchet',
   it('META0006: a service changing type; force accepts it with the next revision', async () => {
     const steps = expectAgree(await onBoth(post('/deployments', { uri: endpoints.objectGreeter.url })), 409, 'json');
     for (const s of steps) expect(s.restateCode).toBe('META0006');
-    expectAgree(await onBoth(post('/deployments', { uri: endpoints.objectGreeter.url, dry_run: true, force: true })), 201, 'json');
+    expectAgree(
+      await onBoth(post('/deployments', { uri: endpoints.objectGreeter.url, dry_run: true, force: true })),
+      201,
+      'json',
+    );
     const forced = await onBoth(post('/deployments', { uri: endpoints.objectGreeter.url, force: true }));
     expectAgree(forced, 201, 'json');
     expectAgree(await onBoth(get('/services/Greeter')), 200, 'json');
@@ -435,7 +483,13 @@ describe.sequential('deployment registration, restate-server 1.7.12 vs Ratchet',
     const version = expectAgree(await onBoth(get('/version')), 200, 'status');
     for (const v of version) {
       const body = JSON.parse(v.raw.text) as Record<string, unknown>;
-      expect(Object.keys(body)).toEqual(['version', 'min_admin_api_version', 'max_admin_api_version', 'ingress_endpoint', 'features']);
+      expect(Object.keys(body)).toEqual([
+        'version',
+        'min_admin_api_version',
+        'max_admin_api_version',
+        'ingress_endpoint',
+        'features',
+      ]);
       expect(body).toMatchObject({ min_admin_api_version: 2, max_admin_api_version: 4 });
     }
   });

@@ -69,8 +69,10 @@ function errorBody(message: string, code: string | undefined): Record<string, un
 }
 
 export function buildAdminApp(deps: AdminDeps): FastifyInstance {
+  // Typed as fastify's logger so the app is a plain FastifyInstance, whatever logger implementation is passed.
+  const logger: FastifyBaseLogger = deps.logger.child({ component: 'admin' });
   const app = Fastify({
-    loggerInstance: deps.logger.child({ component: 'admin' }) as FastifyBaseLogger,
+    loggerInstance: logger,
     // Probes and the CLI poll the admin API: one log line per request would drown everything else.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: deps.bodyLimit ?? 10 * 1024 * 1024,
@@ -90,7 +92,7 @@ export function buildAdminApp(deps: AdminDeps): FastifyInstance {
     known.set(route.url, entry);
   });
 
-  const refuseV1 = async (): Promise<never> => {
+  const refuseV1 = (): never => {
     throw new UnsupportedAdminApiVersionError(1);
   };
   app.all('/v1', refuseV1);
@@ -106,8 +108,9 @@ export function buildAdminApp(deps: AdminDeps): FastifyInstance {
       apiVersion: version,
     };
     void app.register(
-      async (scope) => {
+      (scope, _options, done) => {
         for (const routes of ROUTES) routes(scope, ctx);
+        done();
       },
       { prefix },
     );

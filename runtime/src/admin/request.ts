@@ -31,9 +31,7 @@ function describeSyntaxError(text: string, err: unknown): string {
   }
   const position = /at position (\d+)/.exec(message);
   const where = position === null ? '' : ` at ${lineAndColumn(text, Number(position[1]) + 1)}`;
-  const what = message
-    .replace(/,? ?".*" is not valid JSON$/s, '')
-    .replace(/( in JSON)? at position \d+.*$/s, '');
+  const what = message.replace(/,? ?".*" is not valid JSON$/s, '').replace(/( in JSON)? at position \d+.*$/s, '');
   return `${what}${where}`;
 }
 

@@ -70,14 +70,22 @@ const OPTION_FIELDS = [
   'metadata',
   'documentation',
 ] as const;
-const ENDPOINT_FIELDS = new Set(['protocolMode', 'minProtocolVersion', 'maxProtocolVersion', 'lambdaCompression', 'services']);
+const ENDPOINT_FIELDS = new Set([
+  'protocolMode',
+  'minProtocolVersion',
+  'maxProtocolVersion',
+  'lambdaCompression',
+  'services',
+]);
 const SERVICE_FIELDS = new Set(['name', 'ty', 'handlers', ...OPTION_FIELDS]);
 const HANDLER_FIELDS = new Set(['name', 'ty', 'input', 'output', 'workflowCompletionRetention', ...OPTION_FIELDS]);
 const INPUT_FIELDS = new Set(['required', 'contentType', 'jsonSchema']);
 const OUTPUT_FIELDS = new Set(['contentType', 'setContentTypeIfEmpty', 'jsonSchema']);
 
 function bad(path: string, problem: string): BadDiscoveryResponseError {
-  return new BadDiscoveryResponseError(`received a bad response from the SDK: ${path === '' ? '' : `${path}: `}${problem}`);
+  return new BadDiscoveryResponseError(
+    `received a bad response from the SDK: ${path === '' ? '' : `${path}: `}${problem}`,
+  );
 }
 
 type JsonObject = Record<string, unknown>;
@@ -89,7 +97,8 @@ function isObject(value: unknown): value is JsonObject {
 function describe(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'string') return `the string ${JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value)}`;
+  if (typeof value === 'string')
+    return `the string ${JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value)}`;
   return `${typeof value} ${JSON.stringify(value)}`;
 }
 
@@ -140,7 +149,12 @@ function requiredInteger(obj: JsonObject, key: string, path: string, min: number
   return value;
 }
 
-function optionalEnum<T>(obj: JsonObject, key: string, path: string, values: Readonly<Record<string, T>>): T | undefined {
+function optionalEnum<T>(
+  obj: JsonObject,
+  key: string,
+  path: string,
+  values: Readonly<Record<string, T>>,
+): T | undefined {
   const value = obj[key];
   if (value === undefined || value === null) return undefined;
   const mapped = typeof value === 'string' ? values[value] : undefined;
@@ -173,7 +187,8 @@ function requiredName(obj: JsonObject, path: string, pattern: RegExp): string {
   const value = obj['name'];
   if (value === undefined || value === null) throw bad(join(path, 'name'), 'missing required field');
   if (typeof value !== 'string') throw bad(join(path, 'name'), `expected a string, got ${describe(value)}`);
-  if (!pattern.test(value)) throw bad(join(path, 'name'), `${JSON.stringify(value)} doesn't match pattern "${pattern.source}"`);
+  if (!pattern.test(value))
+    throw bad(join(path, 'name'), `${JSON.stringify(value)} doesn't match pattern "${pattern.source}"`);
   return value;
 }
 
@@ -259,13 +274,19 @@ function outputRules(value: unknown, path: string): OutputRules {
 }
 
 /** Which handler types each service type allows, and the type of a handler that declares none. */
-const HANDLER_RULES: Readonly<Record<ServiceType, { allowed: readonly HandlerType[]; implied: HandlerType | undefined }>> = {
+const HANDLER_RULES: Readonly<
+  Record<ServiceType, { allowed: readonly HandlerType[]; implied: HandlerType | undefined }>
+> = {
   Service: { allowed: [], implied: undefined },
   VirtualObject: { allowed: ['Exclusive', 'Shared'], implied: 'Exclusive' },
   Workflow: { allowed: ['Workflow', 'Shared'], implied: 'Shared' },
 };
 
-function parseHandler(value: unknown, path: string, service: { name: string; ty: ServiceType; private: boolean }): HandlerSchema {
+function parseHandler(
+  value: unknown,
+  path: string,
+  service: { name: string; ty: ServiceType; private: boolean },
+): HandlerSchema {
   if (!isObject(value)) throw bad(path, `expected an object, got ${describe(value)}`);
   checkFields(value, HANDLER_FIELDS, path);
   const name = requiredName(value, path, HANDLER_NAME);
@@ -311,7 +332,9 @@ function parseService(value: unknown, path: string): ServiceSchema {
   const handlers = requiredArray(value, 'handlers', path).map((h, i) => {
     const handler = parseHandler(h, `${handlersPath}[${i}]`, { name, ty, private: options.ingressPrivate === true });
     if (seen.has(handler.name)) {
-      throw new InvalidServiceDefinitionError(`service '${name}' declares the handler '${handler.name}' twice (${handlersPath}[${i}])`);
+      throw new InvalidServiceDefinitionError(
+        `service '${name}' declares the handler '${handler.name}' twice (${handlersPath}[${i}])`,
+      );
     }
     seen.add(handler.name);
     return handler;
@@ -347,7 +370,9 @@ export function parseManifest(manifest: unknown, context: ManifestContext): Pars
   const services = requiredArray(manifest, 'services', '').map((s, i) => {
     const service = parseService(s, `services[${i}]`);
     if (seen.has(service.name)) {
-      throw new InvalidServiceDefinitionError(`the endpoint declares the service '${service.name}' twice (services[${i}])`);
+      throw new InvalidServiceDefinitionError(
+        `the endpoint declares the service '${service.name}' twice (services[${i}])`,
+      );
     }
     seen.add(service.name);
     return service;

@@ -1,6 +1,11 @@
 import type { Logger } from 'pino';
 import { DeploymentId } from '../ids/deployment-id.ts';
-import { discover, normalizeDeploymentUri, type DiscoverOptions, type DiscoveryResponse } from '../service-client/discovery.ts';
+import {
+  discover,
+  normalizeDeploymentUri,
+  type DiscoverOptions,
+  type DiscoveryResponse,
+} from '../service-client/discovery.ts';
 import type { Pool } from '../storage/pg/pool.ts';
 import { PgSchemaStore } from '../storage/pg/tables/schema.ts';
 import {
@@ -131,7 +136,10 @@ function activeServices(
   return schemas.map((schema) => {
     const revision = revisions.get(schema.name) ?? 0;
     const current = latest.get(schema.name);
-    const overrides = current !== undefined && current.revision === revision && current.deploymentId === deployment.id ? current.overrides : {};
+    const overrides =
+      current !== undefined && current.revision === revision && current.deploymentId === deployment.id
+        ? current.overrides
+        : {};
     return { schema, revision, deploymentId: deployment.id, overrides };
   });
 }
@@ -212,10 +220,21 @@ async function plan(
       outcome: target === undefined ? 'created' : 'overwritten',
       dryRun: req.dryRun,
       deployment,
-      services: revisions.map((r) => ({ schema: r.schema, revision: r.revision, deploymentId: deployment.id, overrides: {} })),
+      services: revisions.map((r) => ({
+        schema: r.schema,
+        revision: r.revision,
+        deploymentId: deployment.id,
+        overrides: {},
+      })),
     },
     write: () =>
-      tx.saveRegistration({ deployment, manifest: found.raw, overwrite: target !== undefined, revisions, removedServices }),
+      tx.saveRegistration({
+        deployment,
+        manifest: found.raw,
+        overwrite: target !== undefined,
+        revisions,
+        removedServices,
+      }),
   };
 }
 

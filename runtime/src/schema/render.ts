@@ -164,7 +164,9 @@ function renderHandler(handler: HandlerSchema, servicePublic: boolean, ctx: Rend
     ...(handler.idempotencyRetentionMs === undefined
       ? {}
       : { idempotency_retention: formatDuration(handler.idempotencyRetentionMs) }),
-    ...(handler.journalRetentionMs === undefined ? {} : { journal_retention: formatDuration(handler.journalRetentionMs) }),
+    ...(handler.journalRetentionMs === undefined
+      ? {}
+      : { journal_retention: formatDuration(handler.journalRetentionMs) }),
     ...(handler.inactivityTimeoutMs === undefined || requestResponse
       ? {}
       : { inactivity_timeout: formatDuration(handler.inactivityTimeoutMs) }),
@@ -217,7 +219,9 @@ export function renderService(service: ActiveService, ctx: RenderContext): Servi
           ),
         }
       : {}),
-    journal_retention: formatDuration(overrides.journalRetentionMs ?? schema.journalRetentionMs ?? d.journalRetentionMs),
+    journal_retention: formatDuration(
+      overrides.journalRetentionMs ?? schema.journalRetentionMs ?? d.journalRetentionMs,
+    ),
     // A request/response deployment cannot be asked to suspend on inactivity: restate shows 0s.
     inactivity_timeout: formatDuration(requestResponse ? 0 : (configuredInactivity ?? d.inactivityTimeoutMs)),
     abort_timeout: formatDuration(overrides.abortTimeoutMs ?? schema.abortTimeoutMs ?? d.abortTimeoutMs),
@@ -233,7 +237,11 @@ export function renderService(service: ActiveService, ctx: RenderContext): Servi
   };
 }
 
-export function renderHandlerOf(service: ActiveService, handler: HandlerSchema, ctx: RenderContext): HandlerMetadataJson {
+export function renderHandlerOf(
+  service: ActiveService,
+  handler: HandlerSchema,
+  ctx: RenderContext,
+): HandlerMetadataJson {
   return renderHandler(handler, service.overrides.public ?? service.schema.ingressPrivate !== true, ctx);
 }
 
@@ -288,7 +296,9 @@ export function renderDetailedDeployment(
 }
 
 /** Float fields of restate's shapes (`f32`), which serde always writes with a fraction: `2.0`. Keyed by parent. */
-const FLOAT_FIELDS: ReadonlyMap<string, ReadonlySet<string>> = new Map([['retry_policy', new Set(['exponentiation_factor'])]]);
+const FLOAT_FIELDS: ReadonlyMap<string, ReadonlySet<string>> = new Map([
+  ['retry_policy', new Set(['exponentiation_factor'])],
+]);
 
 function floatText(value: number): string {
   return Number.isInteger(value) ? `${value}.0` : JSON.stringify(value);

@@ -116,7 +116,9 @@ function headerValue(value: string | string[] | undefined): string | undefined {
 function causeMessage(err: unknown): string {
   if (err instanceof Error) {
     const cause = (err as { cause?: unknown }).cause;
-    return cause instanceof Error && !err.message.includes(cause.message) ? `${err.message}: ${cause.message}` : err.message;
+    return cause instanceof Error && !err.message.includes(cause.message)
+      ? `${err.message}: ${cause.message}`
+      : err.message;
   }
   return String(err);
 }
@@ -141,10 +143,15 @@ function collectBody(
   stream.on('error', onError);
 }
 
-interface H2Failure {
-  err: Error;
-  /** The TCP (or TLS) connection was up: a failure after this point is a protocol problem, not reachability. */
-  connected: boolean;
+class H2Failure extends Error {
+  constructor(
+    readonly err: Error,
+    /** The TCP (or TLS) connection was up: a failure after this point is a protocol problem, not reachability. */
+    readonly connected: boolean,
+  ) {
+    super(err.message, { cause: err });
+    this.name = 'H2Failure';
+  }
 }
 
 function exchangeHttp2(url: URL, headers: Record<string, string>, timeoutMs: number): Promise<RawResponse> {
@@ -165,20 +172,23 @@ function exchangeHttp2(url: URL, headers: Record<string, string>, timeoutMs: num
         reject(outcome.failure);
       }
     };
-    const timer = setTimeout(() => finish({ failure: { err: new DiscoveryTimeout(timeoutMs), connected: false } }), timeoutMs);
+    const timer = setTimeout(
+      () => finish({ failure: new H2Failure(new DiscoveryTimeout(timeoutMs), false) }),
+      timeoutMs,
+    );
     session.on('connect', () => {
       connected = true;
     });
-    session.on('error', (err) => finish({ failure: { err, connected } }));
+    session.on('error', (err: Error) => finish({ failure: new H2Failure(err, connected) }));
     session.on('close', () =>
-      finish({ failure: { err: new Error('the connection closed before a response arrived'), connected } }),
+      finish({ failure: new H2Failure(new Error('the connection closed before a response arrived'), connected) }),
     );
     const stream = session.request({ ':method': 'GET', ':path': url.pathname + url.search, ...headers });
-    stream.on('error', (err) => {
+    stream.on('error', (err: Error) => {
       // A stream cancelled because its session failed: the session's own error (e.g. ECONNREFUSED) follows and
       // says more.
       if ((err as NodeJS.ErrnoException).code === 'ERR_HTTP2_STREAM_CANCEL') return;
-      finish({ failure: { err, connected } });
+      finish({ failure: new H2Failure(err, connected) });
     });
     stream.on('response', (responseHeaders) => {
       const status = Number(responseHeaders[':status']);
@@ -189,12 +199,12 @@ function exchangeHttp2(url: URL, headers: Record<string, string>, timeoutMs: num
             ok: {
               status,
               statusText: http.STATUS_CODES[status] ?? '',
-              headers: responseHeaders as Record<string, string | string[] | undefined>,
+              headers: responseHeaders,
               body,
             },
           }),
-        (err) => finish({ failure: { err, connected } }),
-        (err) => finish({ failure: { err, connected } }),
+        (err) => finish({ failure: new H2Failure(err, connected) }),
+        (err) => finish({ failure: new H2Failure(err, connected) }),
       );
     });
     stream.end();
@@ -249,18 +259,19 @@ function isHttp2ProtocolFailure(err: Error): boolean {
 }
 
 function transportError(uri: string, err: unknown, useHttp11: boolean): Error {
-  if (err instanceof BodyTooLarge) {
-    return new BadDiscoveryResponseError(`received a bad response from the SDK: ${err.message}`, { cause: err });
+  const inner = err instanceof H2Failure ? err.err : err;
+  if (inner instanceof BodyTooLarge) {
+    return new BadDiscoveryResponseError(`received a bad response from the SDK: ${inner.message}`, { cause: inner });
   }
-  const failure = err as Partial<H2Failure>;
-  if (!useHttp11 && failure.err !== undefined && failure.connected === true && isHttp2ProtocolFailure(failure.err)) {
+  const failure = err instanceof H2Failure ? err : undefined;
+  if (!useHttp11 && failure?.connected === true && isHttp2ProtocolFailure(failure.err)) {
     return new Http2DiscoveryFailedError(
       `error when calling '${uri}': server possibly supports only HTTP1.1, consider discovery with ` +
         `"use_http_11": true (restate CLI: --use-http1.1). Cause: ${causeMessage(failure.err)}`,
       { cause: failure.err },
     );
   }
-  const cause = failure.err ?? err;
+  const cause = failure?.err ?? err;
   const reason =
     cause instanceof DiscoveryTimeout
       ? `timed out: ${cause.message}`

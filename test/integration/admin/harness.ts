@@ -81,7 +81,10 @@ export async function startAdminHarness(options: { clusterName?: string } = {}):
 }
 
 export type Transport = 'h2' | 'h1';
-type Handler = (req: http.IncomingMessage | http2.Http2ServerRequest, res: http.ServerResponse | http2.Http2ServerResponse) => void;
+type Handler = (
+  req: http.IncomingMessage | http2.Http2ServerRequest,
+  res: http.ServerResponse | http2.Http2ServerResponse,
+) => void;
 
 export interface TestServer {
   readonly url: string;

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../runtime/src/config/config.ts';
 import { SchemaRegistry } from '../../../runtime/src/schema/registry.ts';
 import { freePort } from '../../support/ports.ts';
+import { waitFor } from '../../support/wait.ts';
 import { startEndpoint, type SdkEndpoint } from '../../support/sdk-endpoint.ts';
 import {
   fixedDiscovery,
@@ -29,7 +30,9 @@ const counter = restate.object({
       ctx.set('count', next);
       return next;
     },
-    get: restate.handlers.object.shared(async (ctx: restate.ObjectSharedContext) => (await ctx.get<number>('count')) ?? 0),
+    get: restate.handlers.object.shared(
+      async (ctx: restate.ObjectSharedContext) => (await ctx.get<number>('count')) ?? 0,
+    ),
   },
 });
 
@@ -56,7 +59,13 @@ const configured = restate.service({
     idempotencyRetention: 10_800_000,
     inactivityTimeout: 30_000,
     abortTimeout: 120_000,
-    retryPolicy: { initialInterval: 100, maxInterval: 10_000, maxAttempts: 5, exponentiationFactor: 2, onMaxAttempts: 'pause' },
+    retryPolicy: {
+      initialInterval: 100,
+      maxInterval: 10_000,
+      maxAttempts: 5,
+      exponentiationFactor: 2,
+      onMaxAttempts: 'pause',
+    },
   },
 });
 
@@ -71,13 +80,21 @@ interface Answer {
 
 let admin: AdminHarness;
 
-async function request(method: 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH', url: string, body?: unknown, headers?: Record<string, string>): Promise<Answer> {
+async function request(
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH',
+  url: string,
+  body?: unknown,
+  headers?: Record<string, string>,
+): Promise<Answer> {
   const res = await admin.app.inject({
     method,
     url,
     ...(body === undefined
       ? {}
-      : { payload: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'content-type': 'application/json', ...headers } }),
+      : {
+          payload: typeof body === 'string' ? body : JSON.stringify(body),
+          headers: { 'content-type': 'application/json', ...headers },
+        }),
     ...(body === undefined && headers !== undefined ? { headers } : {}),
   });
   return {
@@ -146,7 +163,13 @@ describe('registering an HTTP/2 deployment', () => {
     const body = first.json();
     id = String(body['id']);
     expect(first.headers['location']).toBe(`deployments/${id}`);
-    expect(Object.keys(body)).toEqual(['id', 'services', 'min_protocol_version', 'max_protocol_version', 'sdk_version']);
+    expect(Object.keys(body)).toEqual([
+      'id',
+      'services',
+      'min_protocol_version',
+      'max_protocol_version',
+      'sdk_version',
+    ]);
     expect(body['min_protocol_version']).toBe(5);
     expect(body['max_protocol_version']).toBe(7);
     expect(body['sdk_version']).toMatch(/^restate-sdk-typescript\/1\.17\./);
@@ -162,7 +185,10 @@ describe('registering an HTTP/2 deployment', () => {
     expect(first.text).toContain(counterText);
     const signupJson = (body['services'] as Record<string, unknown>[]).find((s) => s['name'] === 'Signup');
     expect(signupJson).toMatchObject({ ty: 'Workflow', workflow_completion_retention: '1d' });
-    expect((signupJson?.['handlers'] as unknown[]).map((h) => (h as { ty: string }).ty)).toEqual(['Workflow', 'Shared']);
+    expect((signupJson?.['handlers'] as unknown[]).map((h) => (h as { ty: string }).ty)).toEqual([
+      'Workflow',
+      'Shared',
+    ]);
     const configuredText = first.text.slice(first.text.indexOf('{"name":"Configured"'));
     expect(configuredText).toMatch(
       /^\{"name":"Configured","ty":"Service","handlers":\[\{"name":"hello","documentation":"says hello","metadata":\{"a":"b"\},"journal_retention":"1h","public":false,"input_description":"application\/json","output_description":"application\/json","retry_policy":\{"max_attempts":null\}\}\],"documentation":"A service with options","metadata":\{"team":"lab"\},"deployment_id":"dp_\w+","revision":1,"public":true,"idempotency_retention":"3h","journal_retention":"2d","inactivity_timeout":"30s","abort_timeout":"2m","enable_lazy_state":false,"retry_policy":\{"initial_interval":"100ms","exponentiation_factor":2.0,"max_attempts":5,"max_interval":"10s","on_max_attempts":"Pause"\}\}/,
@@ -206,7 +232,12 @@ describe('registering an HTTP/2 deployment', () => {
     expect(detail.status).toBe(200);
     const detailBody = detail.json();
     expect(Object.keys(detailBody)).toEqual(Object.keys(d));
-    expect((detailBody['services'] as { name: string; revision: number; handlers: unknown[] }[]).map((s) => [s.name, s.revision])).toEqual([
+    expect(
+      (detailBody['services'] as { name: string; revision: number; handlers: unknown[] }[]).map((s) => [
+        s.name,
+        s.revision,
+      ]),
+    ).toEqual([
       ['Greeter', 1],
       ['Counter', 1],
       ['Signup', 1],
@@ -236,7 +267,9 @@ describe('registering an HTTP/2 deployment', () => {
     );
     const missingService = await request('GET', '/services/Nope');
     expect(missingService.status).toBe(404);
-    expect(missingService.text).toBe('{"message":"The requested service \'Nope\' does not exist","restate_code":null,"service_code":null}');
+    expect(missingService.text).toBe(
+      '{"message":"The requested service \'Nope\' does not exist","restate_code":null,"service_code":null}',
+    );
     expect((await request('GET', '/services/Nope/handlers')).status).toBe(404);
     const missingHandler = await request('GET', '/services/Counter/handlers/nope');
     expect(missingHandler.status).toBe(404);
@@ -297,7 +330,15 @@ describe('registering an HTTP/2 deployment', () => {
 
 describe('registering an HTTP/1.1 deployment with use_http_11', () => {
   it('discovers over HTTP/1.1 and registers it in request/response mode', async () => {
-    const h1 = await track(serve('h1', sdkHandler([restate.service({ name: 'H1Service', handlers: { ping: () => Promise.resolve('pong') } }), configuredH1])));
+    const h1 = await track(
+      serve(
+        'h1',
+        sdkHandler([
+          restate.service({ name: 'H1Service', handlers: { ping: () => Promise.resolve('pong') } }),
+          configuredH1,
+        ]),
+      ),
+    );
     const answer = await register({ uri: h1.url, use_http_11: true });
     expect(answer.status, answer.text).toBe(201);
     const id = String(answer.json()['id']);
@@ -334,7 +375,13 @@ describe('discovery errors', () => {
 
   it('META0003 without the credentials the endpoint needs; additional_headers are sent and stored', async () => {
     const guarded = await track(
-      serve('h2', requireAuthorization('Bearer s3cret', sdkHandler([restate.service({ name: 'Guarded', handlers: { hi: () => Promise.resolve('hi') } })]))),
+      serve(
+        'h2',
+        requireAuthorization(
+          'Bearer s3cret',
+          sdkHandler([restate.service({ name: 'Guarded', handlers: { hi: () => Promise.resolve('hi') } })]),
+        ),
+      ),
     );
     const refused = expectCoded(await register({ uri: guarded.url }), 500, 'META0003');
     expect(refused).toContain("got status code '401 Unauthorized'");
@@ -379,10 +426,15 @@ describe('discovery errors', () => {
     expect(expectCoded(await register({ uri: garbage.url }), 500, 'META0013')).toContain('cannot be decoded');
 
     const wrongType = await track(serve('h2', fixedDiscovery({ contentType: 'application/json', body: '{}' })));
-    expect(expectCoded(await register({ uri: wrongType.url }), 500, 'META0013')).toContain("bad content type header 'application/json'");
+    expect(expectCoded(await register({ uri: wrongType.url }), 500, 'META0013')).toContain(
+      "bad content type header 'application/json'",
+    );
 
     const noMode = await track(
-      serve('h2', fixedDiscovery({ body: JSON.stringify({ minProtocolVersion: 5, maxProtocolVersion: 7, services: [] }) })),
+      serve(
+        'h2',
+        fixedDiscovery({ body: JSON.stringify({ minProtocolVersion: 5, maxProtocolVersion: 7, services: [] }) }),
+      ),
     );
     expect(expectCoded(await register({ uri: noMode.url }), 500, 'META0013')).toContain('missing protocol mode');
 
@@ -399,7 +451,9 @@ describe('discovery errors', () => {
         }),
       ),
     );
-    expect(expectCoded(await register({ uri: badName.url }), 500, 'META0013')).toContain('services[0].handlers[1].name');
+    expect(expectCoded(await register({ uri: badName.url }), 500, 'META0013')).toContain(
+      'services[0].handlers[1].name',
+    );
 
     const badCombination = await track(
       serve(
@@ -419,7 +473,12 @@ describe('discovery errors', () => {
   });
 
   it('META0014: HTTP/2 discovery against an HTTP/1.1-only endpoint', async () => {
-    const h1Only = await track(startEndpoint({ services: [restate.service({ name: 'OnlyH1', handlers: { x: () => Promise.resolve(1) } })], transport: 'h1' }));
+    const h1Only = await track(
+      startEndpoint({
+        services: [restate.service({ name: 'OnlyH1', handlers: { x: () => Promise.resolve(1) } })],
+        transport: 'h1',
+      }),
+    );
     const message = expectCoded(await register({ uri: h1Only.url }), 500, 'META0014');
     expect(message).toContain('"use_http_11": true');
     expect((await register({ uri: h1Only.url, use_http_11: true })).status).toBe(201);
@@ -427,7 +486,12 @@ describe('discovery errors', () => {
 
   it('META0015: BIDI_STREAM announced over HTTP/1.1', async () => {
     const bidi = await track(
-      serve('h1', sdkHandler([restate.service({ name: 'ForcedBidi', handlers: { x: () => Promise.resolve(1) } })], { bidirectional: true })),
+      serve(
+        'h1',
+        sdkHandler([restate.service({ name: 'ForcedBidi', handlers: { x: () => Promise.resolve(1) } })], {
+          bidirectional: true,
+        }),
+      ),
     );
     const message = expectCoded(await register({ uri: bidi.url, use_http_11: true }), 500, 'META0015');
     expect(message).toContain('BIDI_STREAM');
@@ -438,7 +502,10 @@ describe('discovery errors', () => {
 describe('conflicts between deployments', () => {
   it('META0004: same uri, different services, without force; force overwrites', async () => {
     const v1Service = restate.service({ name: 'Evolving', handlers: { a: () => Promise.resolve('a') } });
-    const v2Service = restate.service({ name: 'Evolving', handlers: { a: () => Promise.resolve('a'), b: () => Promise.resolve('b') } });
+    const v2Service = restate.service({
+      name: 'Evolving',
+      handlers: { a: () => Promise.resolve('a'), b: () => Promise.resolve('b') },
+    });
     const first: TestServer = await serve('h2', sdkHandler([v1Service]));
     const created = await register({ uri: first.url });
     expect(created.status, created.text).toBe(201);
@@ -501,6 +568,26 @@ describe('conflicts between deployments', () => {
     expect((await request('GET', '/services/Moving')).json()).toMatchObject({ deployment_id: secondId, revision: 2 });
   });
 
+  it('keeps a uri path prefix: discovery goes to {uri}/discover and the uri is stored as given', async () => {
+    const paths: string[] = [];
+    const inner = sdkHandler([restate.service({ name: 'Prefixed', handlers: { x: () => Promise.resolve(1) } })]);
+    const server = await track(
+      serve('h2', (req, res) => {
+        paths.push(req.url ?? '');
+        inner(req, res);
+      }),
+    );
+    const uri = `${server.url}tenant/a`;
+    const answer = await register({ uri });
+    expect(answer.status, answer.text).toBe(201);
+    expect(paths).toEqual(['/tenant/a/discover']);
+    const id = String(answer.json()['id']);
+    expect((await request('GET', `/deployments/${id}`)).json()['uri']).toBe(uri);
+    // The same uri with a trailing slash is another uri (as in restate), but discovers the same path.
+    expect((await register({ uri: `${uri}/`, dry_run: true })).status).toBe(201);
+    expect(paths).toEqual(['/tenant/a/discover', '/tenant/a/discover']);
+  });
+
   it('force removes the services an overwritten deployment no longer exposes', async () => {
     const keep = restate.service({ name: 'Keep', handlers: { x: () => Promise.resolve(1) } });
     const drop = restate.service({ name: 'Drop', handlers: { x: () => Promise.resolve(1) } });
@@ -511,6 +598,33 @@ describe('conflicts between deployments', () => {
     expect((await register({ uri: second.url, force: true })).status).toBe(200);
     expect((await request('GET', '/services/Drop')).status).toBe(404);
     expect((await request('GET', '/services/Keep')).json()).toMatchObject({ revision: 2 });
+  });
+});
+
+describe('other runtime processes', () => {
+  it('see registrations through LISTEN/NOTIFY and tell their onChange listeners', async () => {
+    const config = loadConfig({ env: {} });
+    const other = new SchemaRegistry(admin.pool, config.serviceDefaults, config.defaultRetryPolicy, config.invoker);
+    let changes = 0;
+    const unsubscribe = other.onChange(() => {
+      changes += 1;
+    });
+    const errors: unknown[] = [];
+    const subscription = await other.watch((err) => errors.push(err));
+    try {
+      await waitFor(() => expect(changes).toBeGreaterThan(0));
+      const before = changes;
+      const endpoint = await track(
+        serve('h2', sdkHandler([restate.service({ name: 'Watched', handlers: { x: () => Promise.resolve(1) } })])),
+      );
+      expect((await register({ uri: endpoint.url })).status).toBe(201);
+      await waitFor(() => expect(other.service('Watched')).toMatchObject({ revision: 1 }));
+      expect(changes).toBeGreaterThan(before);
+      expect(errors).toEqual([]);
+    } finally {
+      unsubscribe();
+      await subscription.close();
+    }
   });
 });
 
@@ -546,7 +660,11 @@ describe('request handling', () => {
   });
 
   it('rejects unreadable registration requests with restate texts', async () => {
-    const noType = await admin.app.inject({ method: 'POST', url: '/deployments', payload: '{"uri":"http://127.0.0.1:1"}' });
+    const noType = await admin.app.inject({
+      method: 'POST',
+      url: '/deployments',
+      payload: '{"uri":"http://127.0.0.1:1"}',
+    });
     expect(noType.statusCode).toBe(415);
     expect(noType.headers['content-type']).toBe('text/plain; charset=utf-8');
     expect(noType.body).toBe('Expected request with `Content-Type: application/json`');
@@ -562,9 +680,17 @@ describe('request handling', () => {
     const malformed = await request('POST', '/deployments', '{"uri":');
     expect(malformed.status).toBe(400);
     expect(malformed.headers['content-type']).toBe('text/plain; charset=utf-8');
-    expect(malformed.text).toBe('Failed to parse the request body as JSON: EOF while parsing a value at line 1 column 7');
+    expect(malformed.text).toBe(
+      'Failed to parse the request body as JSON: EOF while parsing a value at line 1 column 7',
+    );
 
-    for (const body of ['{}', '{"uri":5}', '[]', '{"uri":"http://127.0.0.1:1","force":"yes"}', '{"uri":"http://127.0.0.1:1","additional_headers":{"bad header":"1"}}']) {
+    for (const body of [
+      '{}',
+      '{"uri":5}',
+      '[]',
+      '{"uri":"http://127.0.0.1:1","force":"yes"}',
+      '{"uri":"http://127.0.0.1:1","additional_headers":{"bad header":"1"}}',
+    ]) {
       const shape = await request('POST', '/deployments', body);
       expect(shape.status, body).toBe(422);
       expect(shape.headers['content-type']).toBe('text/plain; charset=utf-8');
@@ -576,7 +702,8 @@ describe('request handling', () => {
     const relative = await register({ uri: '/relative' });
     expect(relative.status).toBe(400);
     expect(relative.json()).toEqual({
-      message: "The request field 'uri' is invalid. Reason: The provided uri /relative is not absolute, only absolute URIs can be used.",
+      message:
+        "The request field 'uri' is invalid. Reason: The provided uri /relative is not absolute, only absolute URIs can be used.",
       restate_code: null,
       service_code: null,
     });
