@@ -4,8 +4,8 @@ import type { ErrorCode } from '../errors/codes.ts';
 import { InvocationId } from '../ids/invocation-id.ts';
 import { partitionKeyForKey, randomPartitionKey } from '../ids/partition-key.ts';
 import { parseAwakeableId } from '../ids/awakeable-id.ts';
-import { Attempt, type AttemptFailure } from '../invoker/attempt.ts';
-import { decideRetry, effectiveRetryPolicy, type RetryPolicy } from '../invoker/retry-policy.ts';
+import { Attempt } from '../invoker/attempt.ts';
+import { decideRetry, effectiveRetryPolicy, type RetryDecision, type RetryPolicy } from '../invoker/retry-policy.ts';
 import { REQUESTED_ACK_FLAG, encodeFrame, type Frame } from '../protocol/framing.ts';
 import { MessageType, isCommand } from '../protocol/message-types.ts';
 import { invocationContentType, negotiateProtocolVersion } from '../protocol/version.ts';
@@ -42,7 +42,7 @@ import * as codec from './codec.ts';
 import { InvocationCtx } from './invocation.ts';
 import { TimerQueue } from './timer-queue.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
-import type { AcceptRequest, AcceptResult, CompletedInvocation, Failure, JournalEntry, Outcome } from './types.ts';
+import type { AcceptRequest, AcceptResult, CompletedInvocation, JournalEntry, Outcome } from './types.ts';
 
 export interface EngineOptions {
   node: string;
@@ -320,12 +320,7 @@ export class Engine {
     try {
       await ctx.ensureJournal(() => this.loadEntries(ctx.id));
       // Never hand the deployment an entry that is not durable yet (a run ack before its commit, for example).
-      let pending = ctx.lastWrite;
-      await pending;
-      while (pending !== ctx.lastWrite) {
-        pending = ctx.lastWrite;
-        await pending;
-      }
+      await this.settled(ctx);
       if (this.stopped || ctx.status !== 'invoked' || this.active.get(ctx.id) !== ctx) return;
 
       const pinned = this.pinDeployment(ctx);
@@ -342,9 +337,13 @@ export class Engine {
       if (ctx.serviceKey !== null && !lazy) {
         stateMap = await loadState(this.deps.pool, ctx.serviceName, ctx.serviceKey);
         partialState = false;
+        // Notifications may have been appended in memory while the state was read: they too must be durable before
+        // they are part of Start (otherwise the SDK could act on an entry that a failed commit never stored).
+        await this.settled(ctx);
       }
       if (this.stopped || ctx.status !== 'invoked' || this.active.get(ctx.id) !== ctx) return;
 
+      // Nothing awaits from here to attempt.start(): the snapshot below is exactly what is durable.
       const journal = ctx.journal!;
       const startFrame = codec.startFrame(
         {
@@ -411,6 +410,16 @@ export class Engine {
       this.poison(ctx);
     } finally {
       ctx.starting = false;
+    }
+  }
+
+  /** Waits until every write queued for the invocation so far (and any queued meanwhile) is durable. */
+  private async settled(ctx: InvocationCtx): Promise<void> {
+    let pending = ctx.lastWrite;
+    await pending;
+    while (pending !== ctx.lastWrite) {
+      pending = ctx.lastWrite;
+      await pending;
     }
   }
 
@@ -525,9 +534,9 @@ export class Engine {
           reject('RT0017', `${ctx.target} cannot write state: only exclusive handlers of virtual objects and workflows can`);
           return;
         }
-        if (cmd.kind === 'setState') stmts.push(setState(ctx.serviceName, ctx.serviceKey!, ctx.partitionKey, cmd.key, cmd.value));
-        else if (cmd.kind === 'clearState') stmts.push(clearState(ctx.serviceName, ctx.serviceKey!, cmd.key));
-        else stmts.push(clearAllState(ctx.serviceName, ctx.serviceKey!));
+        if (cmd.kind === 'setState') stmts.push(setState(ctx.serviceName, ctx.serviceKey, ctx.partitionKey, cmd.key, cmd.value));
+        else if (cmd.kind === 'clearState') stmts.push(clearState(ctx.serviceName, ctx.serviceKey, cmd.key));
+        else stmts.push(clearAllState(ctx.serviceName, ctx.serviceKey));
         break;
       case 'getEagerState':
       case 'getEagerStateKeys':
@@ -606,7 +615,7 @@ export class Engine {
           );
         }
         op.stmts.push(...stmts);
-        this.commit(ctx, op, () => {
+        void this.commit(ctx, op, () => {
           for (const f of after) f();
           this.sendCommitted(ctx, idNote);
         });
@@ -662,14 +671,17 @@ export class Engine {
         );
         break;
       }
-      default:
+      case 'promise':
+      case 'attach':
+      case 'getOutput':
+      case 'custom':
         reject('RT0012', `the ${cmd.kind} command is not supported by this runtime yet`);
         return;
     }
     const entry = this.appendEntry(ctx, op, { type: frame.type, raw: frame.payload }, now, journalExtra);
     ctx.fromSdk.add(entry.index);
     op.stmts.push(...stmts);
-    this.commit(ctx, op, () => {
+    void this.commit(ctx, op, () => {
       for (const f of after) f();
     });
   }
@@ -715,7 +727,7 @@ export class Engine {
       now,
     );
     const wantsAck = ctx.protocolVersion !== null && ctx.protocolVersion >= 7 && (frame.flags & REQUESTED_ACK_FLAG) !== 0;
-    this.commit(ctx, op, () => {
+    void this.commit(ctx, op, () => {
       // The ack (or the full notification) goes out only now that the result is durable.
       if (ctx.attempt !== attempt || !attempt.canSend) return;
       if (wantsAck) attempt.send(codec.runAckFrame(p.completionId));
@@ -758,7 +770,7 @@ export class Engine {
       code: e.code,
       message: e.message,
       rtCode,
-      ...(e.nextRetryDelayMs === undefined ? {} : { retryAfterMs: e.nextRetryDelayMs }),
+      ...(e.nextRetryDelayMs === undefined ? {} : { sdkRetryDelayMs: e.nextRetryDelayMs }),
       related: e.related,
     };
     if (e.behavior === 'pause') {
@@ -771,7 +783,9 @@ export class Engine {
   }
 
   private onEnd(ctx: InvocationCtx): void {
-    const outcome = ctx.output;
+    // The Output may come from an earlier attempt: the SDK replays a journaled Output and sends only End. `ctx.output`
+    // is lost when the invocation was reloaded from storage meanwhile, so fall back to the journal, which is the truth.
+    const outcome = ctx.output ?? outputFromJournal(ctx.journal);
     if (outcome === undefined) {
       this.handleFailure(ctx, { code: 571, rtCode: 'RT0012', message: 'the deployment sent End without an Output command' });
       return;
@@ -790,14 +804,25 @@ export class Engine {
     const service = this.deps.registry.service(ctx.serviceName);
     const handler = service?.schema.handlers.find((h) => h.name === ctx.handlerName);
     const policy = effectiveRetryPolicy(this.options.defaultRetryPolicy, service?.schema.retryPolicy ?? {}, handler?.retryPolicy ?? {});
-    const decision = decideRetry(policy, ctx.retryCount, failure.retryAfterMs);
+    // A next_retry_delay from the SDK is its own retry loop (ctx.run retry options, RetryableError): the SDK counts
+    // those attempts and fails the run terminally when they are exhausted. restate-server takes that delay instead of
+    // advancing the invocation retry policy, so such a failure neither spends one of its attempts nor can exhaust it.
+    let decision: RetryDecision;
+    if (failure.sdkRetryDelayMs !== undefined) {
+      decision = { kind: 'retry', delayMs: Math.max(0, failure.sdkRetryDelayMs) };
+    } else {
+      ctx.policyAttempts += 1;
+      decision = decideRetry(policy, ctx.policyAttempts, failure.retryAfterMs);
+    }
     this.log.warn(
       { 'service.invocation.id': ctx.id, code: failure.rtCode, attempt: ctx.retryCount, err: failure.message },
       `[${failure.rtCode}] invocation attempt failed`,
     );
     if (decision.kind === 'exhausted') {
       if (decision.onMaxAttempts === 'Kill') {
-        this.complete(ctx, { kind: 'failure', failure: { code: failure.code === 500 || failure.code < 400 ? 500 : failure.code, message: failure.message } });
+        // Like restate-server: the invocation fails with the error of its last attempt, which the row records too.
+        const code = failure.code === 500 || failure.code < 400 ? 500 : failure.code;
+        this.complete(ctx, { kind: 'failure', failure: { code, message: failure.message } }, failureColumns(ctx, failure));
       } else {
         this.pause(ctx, failure);
       }
@@ -827,7 +852,7 @@ export class Engine {
   // ---------------------------------------------------------------------------------------------------------------
   // completion
 
-  private complete(ctx: InvocationCtx, outcome: Outcome): void {
+  private complete(ctx: InvocationCtx, outcome: Outcome, failed: InvocationUpdate = {}): void {
     ctx.attempt?.abort();
     ctx.attempt = undefined;
     ctx.status = 'completed';
@@ -838,6 +863,7 @@ export class Engine {
       updateInvocation(
         ctx.id,
         {
+          ...failed,
           status: 'completed',
           completedAt: now,
           journalLength: ctx.journal?.length ?? 0,
@@ -875,7 +901,7 @@ export class Engine {
       }
     }
     const done: CompletedInvocation = { id: ctx.id, outcome, completedAt: now, completionRetentionMs: ctx.completionRetentionMs };
-    this.commit(ctx, op, () => {
+    void this.commit(ctx, op, () => {
       this.deps.metrics.invocationsCompleted.inc({ result: outcome.kind });
       this.timers.removeWhere((t) => t.invocationId === ctx.id);
       if (this.active.get(ctx.id) === ctx) this.active.delete(ctx.id);
@@ -1141,7 +1167,10 @@ interface EngineFailure {
   code: number;
   rtCode: ErrorCode;
   message: string;
+  /** Delay asked for by whatever stands in front of the deployment (Retry-After on 429/503); the attempt counts. */
   retryAfterMs?: number | undefined;
+  /** The SDK's next_retry_delay: replaces the invocation retry policy for this failure (see `handleFailure`). */
+  sdkRetryDelayMs?: number | undefined;
   related?: { index?: number | undefined; name?: string | undefined; type?: number | undefined } | undefined;
 }
 
@@ -1155,6 +1184,13 @@ function failureColumns(ctx: InvocationCtx, f: EngineFailure): InvocationUpdate 
     lastFailureRelatedCommandName: f.related?.name ?? null,
     lastFailureRelatedCommandType: f.related?.type === undefined ? null : String(f.related.type),
   };
+}
+
+function outputFromJournal(journal: JournalEntry[] | undefined): Outcome | undefined {
+  const entry = journal?.findLast((e) => e.type === MessageType.OutputCommand);
+  if (entry === undefined) return undefined;
+  const cmd = codec.command(entry.type, entry.raw);
+  return cmd.kind === 'output' ? cmd.outcome : undefined;
 }
 
 function lockKey(service: string, key: string): string {

@@ -22,7 +22,14 @@ export class InvocationCtx implements NotificationIndex {
   status: InvocationStatus;
   deploymentId: string | null;
   protocolVersion: number | null;
+  /** Failed attempts so far (the row's retry_count). */
   retryCount: number;
+  /**
+   * Failed attempts that count against the invocation retry policy: those without an SDK-requested delay. Kept in
+   * memory only; a reloaded invocation starts from retry_count, which may count more but never lets it retry more
+   * often than its policy allows.
+   */
+  policyAttempts: number;
   retrySinceAppend: number;
   lastAppendAt: number;
   awaiting: AwaitingTree | undefined;
@@ -65,6 +72,7 @@ export class InvocationCtx implements NotificationIndex {
     this.deploymentId = row.deploymentId;
     this.protocolVersion = row.protocolVersion;
     this.retryCount = row.retryCount;
+    this.policyAttempts = row.retryCount;
     this.retrySinceAppend = row.retryCountSinceAppend;
     this.lastAppendAt = (row.lastAppendAt ?? row.createdAt).getTime();
     this.awaiting = (row.awaiting ?? undefined) as AwaitingTree | undefined;

@@ -100,7 +100,14 @@ export class Attempt {
     this.requestEnded = true;
     this.clearInactivity();
     this.exchange?.end();
-    // From here on only the deployment talks; bound how long that may take.
+    // From here on only the deployment talks; bound how long it may stay silent.
+    this.armAbort();
+  }
+
+  /** RT0001 is about silence, not total duration: whatever the deployment sends restarts the abort timer. */
+  private armAbort(): void {
+    if (this.abortTimer !== undefined) clearTimeout(this.abortTimer);
+    if (this.finished) return;
     this.abortTimer = setTimeout(() => {
       this.fail({
         code: 'RT0001',
@@ -173,7 +180,11 @@ export class Attempt {
       this.exchange?.abort();
       return;
     }
-    if (this.options.bidi) this.armInactivity();
+    if (this.requestEnded) {
+      this.armAbort();
+    } else if (this.options.bidi) {
+      this.armInactivity();
+    }
     for (const f of frames) {
       if (this.finished || this.terminal) return;
       this.sink.onFrame(this, f);

@@ -28,8 +28,9 @@ export function effectiveRetryPolicy(
 export type RetryDecision = { kind: 'retry'; delayMs: number } | { kind: 'exhausted'; onMaxAttempts: OnMaxAttempts };
 
 /**
- * `attempts` counts the attempts made so far (≥ 1 after a failure). A delay requested by the deployment (the SDK's
- * next_retry_delay, or Retry-After on 429/503) replaces the computed backoff but not the attempt limit.
+ * `attempts` counts the attempts made so far (≥ 1 after a failure). A delay requested in front of the deployment
+ * (Retry-After on 429/503) replaces the computed backoff but not the attempt limit. The SDK's next_retry_delay never
+ * gets here: the engine takes it as is, without spending an attempt (restate-server does the same).
  */
 export function decideRetry(policy: RetryPolicy, attempts: number, requestedDelayMs?: number): RetryDecision {
   if (policy.maxAttempts !== undefined && attempts >= policy.maxAttempts) {

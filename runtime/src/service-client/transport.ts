@@ -43,7 +43,7 @@ export class Http2Client {
     stream.on('response', (headers) => {
       if (done) return;
       const status = Number(headers[':status']);
-      handlers.onResponse(status, headers as Record<string, string | string[] | undefined>);
+      handlers.onResponse(status, headers);
     });
     stream.on('data', (chunk: Buffer) => {
       if (!done) handlers.onData(chunk);
@@ -53,7 +53,7 @@ export class Http2Client {
       done = true;
       handlers.onEnd();
     });
-    stream.on('error', (err) => {
+    stream.on('error', (err: Error) => {
       if (done) return;
       done = true;
       handlers.onError(err);

@@ -83,6 +83,23 @@ const behaviour = restate.service({
         throw e;
       }
     },
+    /** More ctx.run attempts than the server policy allows invocation attempts (3). */
+    runRetryLong: async (ctx: restate.Context, key: string): Promise<string> => {
+      try {
+        await ctx.run(
+          'flaky',
+          () => {
+            stamp(`runRetryLong:${key}`);
+            throw new Error('still not');
+          },
+          { initialRetryInterval: 10, maxRetryAttempts: 5 },
+        );
+        return 'unreachable';
+      } catch (e) {
+        if (e instanceof restate.TerminalError) return `gave up: ${e.message}`;
+        throw e;
+      }
+    },
     retryAfter: async (ctx: restate.Context, key: string): Promise<string> =>
       ctx.run('later', () => {
         const n = stamp(`retryAfter:${key}`);
@@ -96,6 +113,11 @@ const behaviour = restate.service({
       });
       return 'charged';
     },
+    pauseMe: async (ctx: restate.Context, key: string): Promise<string> =>
+      ctx.run('needs-a-human', () => {
+        bump(`pause-me:${key}`);
+        throw new restate.PauseError('waiting for an operator');
+      }),
     mismatch: restate.handlers.handler(pauseAfter(3), async (ctx: restate.Context, key: string): Promise<string> => {
       // Code that changes between attempts (a deployment updated in place): the first attempt journals a Run and
       // fails, the next ones sleep where the journal says a Run happened.
@@ -167,17 +189,24 @@ describe.each(['h2', 'h1'] as const)('attempt failures over %s', (transport) => 
     const key = `kill-${transport}`;
     const res = await call(killer.ingressUrl, '/Boom/alwaysKill', key);
     expect(res.status).toBe(500);
-    expect(res.json).toMatchObject({ code: 500, message: expect.stringContaining(`boom ${key} #2`) });
+    expect(res.json).toEqual({ code: 500, message: `boom ${key} #2`, source: 'invocation' });
     expect(counts.get(`alwaysKill:${key}`)).toBe(2);
     const id = res.headers.get('x-restate-id')!;
-    expect(await killerDb.row(id)).toMatchObject({ status: 'completed', result_kind: 'failure', failure_code: 500 });
+    expect(await killerDb.row(id)).toMatchObject({
+      status: 'completed',
+      result_kind: 'failure',
+      failure_code: 500,
+      failure_message: `boom ${key} #2`,
+      retry_count: 2,
+      last_failure_code: 'RT0007',
+    });
   });
 
   it('applies the server default policy when the manifest has none (kill / pause after 3 attempts)', async () => {
     const killKey = `default-kill-${transport}`;
     const res = await call(killer.ingressUrl, '/Plain/fail', killKey);
     expect(res.status).toBe(500);
-    expect(res.json).toMatchObject({ code: 500, message: expect.stringContaining(`plain ${killKey} #3`) });
+    expect(res.json).toEqual({ code: 500, message: `plain ${killKey} #3`, source: 'invocation' });
     expect(counts.get(`plain:${killKey}`)).toBe(3);
 
     const pauseKey = `default-pause-${transport}`;
@@ -197,6 +226,17 @@ describe.each(['h2', 'h1'] as const)('attempt failures over %s', (transport) => 
     const at = stamps.get(`runRetry:${key}`) ?? [];
     expect(at).toHaveLength(2);
     expect(at[1]! - at[0]!).toBeGreaterThanOrEqual(1000);
+  });
+
+  it('lets the ctx.run retry policy govern its retries: they spend no attempt of the invocation retry policy', async () => {
+    // restate-server takes an SDK-requested delay instead of advancing the invocation's retry policy
+    // (`next_retry_interval_override.or_else(|| retry_iter.next())`), so a run may retry more often than the policy's
+    // maxAttempts (3 here) and then fail terminally inside the handler, which can handle it.
+    const key = `run-retry-long-${transport}`;
+    const res = await call(killer.ingressUrl, '/Behaviour/runRetryLong', key);
+    expect(res.status).toBe(200);
+    expect(res.json).toMatch(/^gave up: /);
+    expect(stamps.get(`runRetryLong:${key}`)).toHaveLength(5);
   });
 
   it('waits the retryAfter of a RetryableError, and records it as the next retry time', async () => {
@@ -224,6 +264,16 @@ describe.each(['h2', 'h1'] as const)('attempt failures over %s', (transport) => 
     const id = res.headers.get('x-restate-id')!;
     expect(await killerDb.row(id)).toMatchObject({ retry_count: 0, failure_code: 402, last_failure_code: null });
     expect(await killerDb.journalTypes(id)).toEqual([T.Input, T.Run, T.RunCompletion, T.Output]);
+  });
+
+  it('pauses at once when the SDK asks for it (PauseError, error behavior PAUSE)', async () => {
+    const key = `pause-me-${transport}`;
+    const id = await send(killer.ingressUrl, '/Behaviour/pauseMe', key);
+    await expect.poll(async () => (await killerDb.row(id))?.status, { timeout: 10_000 }).toBe('paused');
+    const row = await killerDb.row(id);
+    expect(row).toMatchObject({ last_failure_code: 'RT0007', next_retry_at: null });
+    expect(row?.last_failure).toContain('waiting for an operator');
+    expect(counts.get(`pause-me:${key}`)).toBe(1);
   });
 
   it('records a journal mismatch (SDK 570) as RT0016 and keeps the journal as it was', async () => {

@@ -62,11 +62,16 @@ export class Db {
     return res.rows.map((r) => r.entry_type);
   }
 
-  async journal(id: string): Promise<{ entry_type: number; signal_idx: number | null; completion_id: number | null }[]> {
-    const res = await this.client.query<{ entry_type: number; signal_idx: number | null; completion_id: number | null }>(
-      'SELECT entry_type, signal_idx, completion_id FROM ratchet.journal WHERE invocation_id = $1 ORDER BY index',
-      [id],
-    );
+  async journal(
+    id: string,
+  ): Promise<{ entry_type: number; signal_idx: number | null; completion_id: number | null }[]> {
+    const res = await this.client.query<{
+      entry_type: number;
+      signal_idx: number | null;
+      completion_id: number | null;
+    }>('SELECT entry_type, signal_idx, completion_id FROM ratchet.journal WHERE invocation_id = $1 ORDER BY index', [
+      id,
+    ]);
     return res.rows;
   }
 
@@ -76,6 +81,12 @@ export class Db {
       [service, key],
     );
     return Object.fromEntries(res.rows.map((r) => [r.key.toString('utf8'), JSON.parse(r.value.toString('utf8'))]));
+  }
+
+  /** Notifications written for other invocations and not delivered yet. */
+  async outboxSize(): Promise<number> {
+    const res = await this.client.query<{ n: string }>('SELECT count(*) AS n FROM ratchet.outbox');
+    return Number(res.rows[0]?.n ?? 0);
   }
 
   close(): Promise<void> {
@@ -135,8 +146,13 @@ export interface ProxiedRequest {
   at: number;
 }
 
-/** What to do with an invocation request: forward it, or answer with this status, headers and body instead. */
-export type ProxyVerdict = 'forward' | { status: number; headers?: Record<string, string>; body?: string };
+/**
+ * What to do with an invocation request: forward it; forward it but swallow the End frame of the response and leave
+ * the response open (an attempt that stored its Output and then lost its connection); or answer with this status,
+ * headers and body instead.
+ */
+export type ProxyVerdict =
+  'forward' | 'forward-without-end' | { status: number; headers?: Record<string, string>; body?: string };
 
 export interface FaultProxy {
   readonly url: string;
@@ -170,17 +186,32 @@ export async function startFaultProxy(
           invocations.push(seen);
           verdict = await decide(seen);
         }
-        if (verdict !== 'forward') {
+        if (typeof verdict === 'object') {
           res.writeHead(verdict.status, { 'content-type': 'text/plain', ...verdict.headers });
           res.end(verdict.body ?? '');
           return;
         }
+        const swallowEnd = verdict === 'forward-without-end';
         const headers = { ...req.headers, host: upstream.host, 'content-length': String(body.length) };
         const out = http.request(
           { host: upstream.hostname, port: upstream.port, method: req.method, path, headers, agent },
           (up) => {
-            res.writeHead(up.statusCode ?? 502, up.headers);
-            up.pipe(res);
+            if (!swallowEnd) {
+              res.writeHead(up.statusCode ?? 502, up.headers);
+              up.pipe(res);
+              return;
+            }
+            const { 'content-length': _length, ...rest } = up.headers;
+            res.writeHead(up.statusCode ?? 502, rest);
+            let pending = Buffer.alloc(0);
+            up.on('data', (chunk: Buffer) => {
+              pending = Buffer.concat([pending, chunk]);
+              while (pending.length >= 8 && pending.length >= 8 + pending.readUInt32BE(4)) {
+                const size = 8 + pending.readUInt32BE(4);
+                if (pending.readUInt16BE(0) !== T.End) res.write(pending.subarray(0, size));
+                pending = pending.subarray(size);
+              }
+            });
           },
         );
         out.on('error', () => res.destroy());
