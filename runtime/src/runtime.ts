@@ -37,7 +37,11 @@ export interface RuntimeHandle {
  * listeners. Listeners open last, so nothing is accepted before recovery has run; they close first on stop.
  */
 export async function startRuntime(config: Config, databaseUrl: string, logger: Logger): Promise<RuntimeHandle> {
-  const pool = createPool({ url: databaseUrl, max: config.database.poolSize, applicationName: `ratchet ${config.nodeName}` });
+  const pool = createPool({
+    url: databaseUrl,
+    max: config.database.poolSize,
+    applicationName: `ratchet ${config.nodeName}`,
+  });
   const cleanups: (() => Promise<void>)[] = [() => pool.end()];
   const cleanup = async (): Promise<void> => {
     for (const c of cleanups.reverse()) await c().catch(() => undefined);
@@ -136,7 +140,11 @@ export async function startRuntime(config: Config, databaseUrl: string, logger: 
     const adminBound = await listen(admin, config.admin.bind, 'admin', cleanups);
     const metricsBound = await listen(probes, config.metrics.bind, 'metrics', cleanups);
     logger.info(
-      { ingress: formatBindAddress(ingressBound), admin: formatBindAddress(adminBound), metrics: formatBindAddress(metricsBound) },
+      {
+        ingress: formatBindAddress(ingressBound),
+        admin: formatBindAddress(adminBound),
+        metrics: formatBindAddress(metricsBound),
+      },
       'Ratchet is ready',
     );
     return { ingress: ingressBound, admin: adminBound, metrics: metricsBound, engine, stop: cleanup };

@@ -128,7 +128,9 @@ export type Command =
   | { kind: 'custom' };
 
 function outcomeOf(r: { kind: 'value'; value: Uint8Array } | { kind: 'failure'; failure: WireFailure }): Outcome {
-  return r.kind === 'value' ? { kind: 'success', value: r.value } : { kind: 'failure', failure: fromWireFailure(r.failure) };
+  return r.kind === 'value'
+    ? { kind: 'success', value: r.value }
+    : { kind: 'failure', failure: fromWireFailure(r.failure) };
 }
 
 export function command(type: number, payload: Uint8Array): Command {

@@ -166,7 +166,8 @@ export class Engine {
       id = InvocationId.generate(key === null ? randomPartitionKey(req.service.name) : partitionKeyForKey(key));
     }
     const pk = InvocationId.partitionKey(id as InvocationId);
-    const executionTime = req.delayMs !== undefined && req.delayMs > 0 ? new Date(now.getTime() + req.delayMs) : undefined;
+    const executionTime =
+      req.delayMs !== undefined && req.delayMs > 0 ? new Date(now.getTime() + req.delayMs) : undefined;
     const service = this.deps.registry.service(req.service.name);
     const retention =
       req.handler.idempotencyRetentionMs ??
@@ -226,7 +227,13 @@ export class Engine {
       row.inboxSeq = true;
     }
     stmts.push(insertInvocation(row, onInserted));
-    op.journal.push({ invocationId: row.id, index: 0, entryType: MessageType.InputCommand, raw: inputRaw, appendedAt: now });
+    op.journal.push({
+      invocationId: row.id,
+      index: 0,
+      entryType: MessageType.InputCommand,
+      raw: inputRaw,
+      appendedAt: now,
+    });
     const ctx = new InvocationCtx({
       ...row,
       inboxSeq: null,
@@ -247,8 +254,22 @@ export class Engine {
     if (row.status === 'scheduled') {
       stmts.push(
         insertTimer(
-          { partitionId: row.partitionId, fireAt: row.scheduledStartAt!, invocationId: row.id, kind: 'start', completionId: null },
-          (id) => (ctx.pendingTimer = { id, partitionId: row.partitionId, fireAt: row.scheduledStartAt!, invocationId: row.id, kind: 'start', completionId: null }),
+          {
+            partitionId: row.partitionId,
+            fireAt: row.scheduledStartAt!,
+            invocationId: row.id,
+            kind: 'start',
+            completionId: null,
+          },
+          (id) =>
+            (ctx.pendingTimer = {
+              id,
+              partitionId: row.partitionId,
+              fireAt: row.scheduledStartAt!,
+              invocationId: row.id,
+              kind: 'start',
+              completionId: null,
+            }),
         ),
       );
     } else if (row.status === 'inboxed') {
@@ -362,7 +383,10 @@ export class Engine {
       const frames = [startFrame, ...journal.map((e) => encodeFrame(e.type, e.raw))];
       const bidi = deployment.protocolType === 'BidiStream';
       const contentType = invocationContentType(protocolVersion);
-      const url = new URL(`invoke/${encodeURIComponent(ctx.serviceName)}/${encodeURIComponent(ctx.handlerName)}`, deployment.uri);
+      const url = new URL(
+        `invoke/${encodeURIComponent(ctx.serviceName)}/${encodeURIComponent(ctx.handlerName)}`,
+        deployment.uri,
+      );
       const headers: Record<string, string> = {
         ...deployment.additionalHeaders,
         'content-type': contentType,
@@ -377,7 +401,10 @@ export class Engine {
         service?.schema.inactivityTimeoutMs ??
         this.options.inactivityTimeoutMs;
       const abort =
-        handler?.abortTimeoutMs ?? service?.overrides.abortTimeoutMs ?? service?.schema.abortTimeoutMs ?? this.options.abortTimeoutMs;
+        handler?.abortTimeoutMs ??
+        service?.overrides.abortTimeoutMs ??
+        service?.schema.abortTimeoutMs ??
+        this.options.abortTimeoutMs;
       const client = deployment.httpVersion === 'HTTP/1.1' ? this.deps.http1 : this.deps.http2;
       const attempt = new Attempt(
         ++this.attemptSeq,
@@ -395,7 +422,12 @@ export class Engine {
           onFailed: (a, failure) => {
             if (ctx.attempt !== a) return;
             ctx.attempt = undefined;
-            this.handleFailure(ctx, { code: 500, message: failure.message, rtCode: failure.code, retryAfterMs: failure.retryAfterMs });
+            this.handleFailure(ctx, {
+              code: 500,
+              message: failure.message,
+              rtCode: failure.code,
+              retryAfterMs: failure.retryAfterMs,
+            });
           },
         },
       );
@@ -403,7 +435,13 @@ export class Engine {
       ctx.attemptSnapshot = journal.length;
       ctx.fromSdk.clear();
       ctx.awaiting = undefined;
-      this.write(ctx, [updateInvocation(ctx.id, { lastStartAt: new Date(), lastAttemptDeploymentId: deployment.id, runningAt: new Date() }, new Date())]);
+      this.write(ctx, [
+        updateInvocation(
+          ctx.id,
+          { lastStartAt: new Date(), lastAttemptDeploymentId: deployment.id, runningAt: new Date() },
+          new Date(),
+        ),
+      ]);
       attempt.start(frames);
     } catch (err) {
       this.log.error({ err, 'service.invocation.id': ctx.id }, 'could not start an attempt');
@@ -432,19 +470,31 @@ export class Engine {
     if (ctx.deploymentId !== null && ctx.protocolVersion !== null) {
       const d = registry.deployment(ctx.deploymentId);
       if (d === undefined) {
-        return { failure: { code: 500, rtCode: 'RT0011', message: `the deployment ${ctx.deploymentId} pinned by this invocation is gone` } };
+        return {
+          failure: {
+            code: 500,
+            rtCode: 'RT0011',
+            message: `the deployment ${ctx.deploymentId} pinned by this invocation is gone`,
+          },
+        };
       }
       return { deployment: d, protocolVersion: ctx.protocolVersion };
     }
     const service = registry.service(ctx.serviceName);
     const d = service === undefined ? undefined : registry.deployment(service.deploymentId);
     if (d === undefined) {
-      return { failure: { code: 500, rtCode: 'RT0011', message: `no deployment found for service ${ctx.serviceName}` } };
+      return {
+        failure: { code: 500, rtCode: 'RT0011', message: `no deployment found for service ${ctx.serviceName}` },
+      };
     }
     const v = negotiateProtocolVersion(d.minProtocolVersion, d.maxProtocolVersion, this.options.maxProtocolVersion);
     if (v === undefined) {
       return {
-        failure: { code: 500, rtCode: 'RT0013', message: `deployment ${d.id} supports none of the service protocol versions 5 to ${this.options.maxProtocolVersion}` },
+        failure: {
+          code: 500,
+          rtCode: 'RT0013',
+          message: `deployment ${d.id} supports none of the service protocol versions 5 to ${this.options.maxProtocolVersion}`,
+        },
       };
     }
     ctx.deploymentId = d.id;
@@ -469,7 +519,11 @@ export class Engine {
           if (treeDepth(tree) > this.options.maxAwaitedFutureDepth) {
             attempt.markTerminal();
             ctx.attempt = undefined;
-            this.pause(ctx, { code: 500, rtCode: 'RT0025', message: `awaited future depth exceeds ${this.options.maxAwaitedFutureDepth}` });
+            this.pause(ctx, {
+              code: 500,
+              rtCode: 'RT0025',
+              message: `awaited future depth exceeds ${this.options.maxAwaitedFutureDepth}`,
+            });
           }
           return;
         }
@@ -491,7 +545,11 @@ export class Engine {
           this.onEnd(ctx);
           return;
         default:
-          this.protocolViolation(ctx, attempt, `unexpected message type 0x${frame.type.toString(16)} from the deployment`);
+          this.protocolViolation(
+            ctx,
+            attempt,
+            `unexpected message type 0x${frame.type.toString(16)} from the deployment`,
+          );
       }
     } catch (err) {
       this.protocolViolation(ctx, attempt, `bad message 0x${frame.type.toString(16)}: ${(err as Error).message}`);
@@ -512,7 +570,9 @@ export class Engine {
     const now = new Date();
     const stmts: Stmt[] = [];
     const after: (() => void)[] = [];
-    const journalExtra: Partial<JournalEntry & { name: string; invokedId: string; invokedTarget: string; sleepWakeupAt: Date }> = {};
+    const journalExtra: Partial<
+      JournalEntry & { name: string; invokedId: string; invokedTarget: string; sleepWakeupAt: Date }
+    > = {};
     const op = newWriteOp(ctx.partitionId);
     const reject = (rtCode: ErrorCode, message: string): void => {
       attempt.abort();
@@ -531,10 +591,14 @@ export class Engine {
       case 'clearState':
       case 'clearAllState':
         if (!keyed || !canWrite) {
-          reject('RT0017', `${ctx.target} cannot write state: only exclusive handlers of virtual objects and workflows can`);
+          reject(
+            'RT0017',
+            `${ctx.target} cannot write state: only exclusive handlers of virtual objects and workflows can`,
+          );
           return;
         }
-        if (cmd.kind === 'setState') stmts.push(setState(ctx.serviceName, ctx.serviceKey, ctx.partitionKey, cmd.key, cmd.value));
+        if (cmd.kind === 'setState')
+          stmts.push(setState(ctx.serviceName, ctx.serviceKey, ctx.partitionKey, cmd.key, cmd.value));
         else if (cmd.kind === 'clearState') stmts.push(clearState(ctx.serviceName, ctx.serviceKey, cmd.key));
         else stmts.push(clearAllState(ctx.serviceName, ctx.serviceKey));
         break;
@@ -559,7 +623,13 @@ export class Engine {
       case 'sleep': {
         const fireAt = new Date(Number(cmd.wakeUpTime));
         journalExtra.sleepWakeupAt = fireAt;
-        const t = { partitionId: ctx.partitionId, fireAt, invocationId: ctx.id, kind: 'sleep' as const, completionId: cmd.completionId };
+        const t = {
+          partitionId: ctx.partitionId,
+          fireAt,
+          invocationId: ctx.id,
+          kind: 'sleep' as const,
+          completionId: cmd.completionId,
+        };
         stmts.push(insertTimer(t, (id) => after.push(() => this.timers.schedule({ ...t, id }, fireAt.getTime()))));
         break;
       }
@@ -578,17 +648,21 @@ export class Engine {
           key: keyedTarget ? cmd.key : undefined,
           body: cmd.parameter,
           headers: cmd.headers,
-          delayMs: cmd.kind === 'oneWayCall' && cmd.invokeTime > 0n ? Number(cmd.invokeTime) - now.getTime() : undefined,
+          delayMs:
+            cmd.kind === 'oneWayCall' && cmd.invokeTime > 0n ? Number(cmd.invokeTime) - now.getTime() : undefined,
           idempotencyKey: cmd.idempotencyKey,
           invokedBy: 'service',
         };
         const { ctxRow, inputRaw } = this.newInvocation(childReq, now, { id: ctx.id, target: ctx.target });
-        if (cmd.kind === 'oneWayCall' && ctxRow.status === 'scheduled') ctxRow.scheduledStartAt = new Date(Number(cmd.invokeTime));
+        if (cmd.kind === 'oneWayCall' && ctxRow.status === 'scheduled')
+          ctxRow.scheduledStartAt = new Date(Number(cmd.invokeTime));
         let childCreated = true;
         const child = this.admit(ctxRow, inputRaw, op, now, (inserted) => (childCreated = inserted));
         stmts.push(...child.stmts);
         journalExtra.invokedId = ctxRow.id;
-        journalExtra.invokedTarget = keyedTarget ? `${cmd.service}/${cmd.key}/${cmd.handler}` : `${cmd.service}/${cmd.handler}`;
+        journalExtra.invokedTarget = keyedTarget
+          ? `${cmd.service}/${cmd.key}/${cmd.handler}`
+          : `${cmd.service}/${cmd.handler}`;
         after.push(() => {
           if (childCreated) this.afterAdmit(child.ctx, undefined);
           else this.undoAdmit(child.ctx);
@@ -601,7 +675,10 @@ export class Engine {
           op,
           {
             type: MessageType.CallInvocationIdCompletionNotification,
-            raw: codec.notification({ kind: 'completion', id: cmd.invocationIdCompletionId }, { kind: 'invocationId', invocationId: ctxRow.id }),
+            raw: codec.notification(
+              { kind: 'completion', id: cmd.invocationIdCompletionId },
+              { kind: 'invocationId', invocationId: ctxRow.id },
+            ),
             completionId: cmd.invocationIdCompletionId,
             success: true,
           },
@@ -609,8 +686,13 @@ export class Engine {
         );
         if (cmd.kind === 'call') {
           stmts.push(
-            awaitResult(ctxRow.id, ctx.id, ctx.partitionId, cmd.resultCompletionId, MessageType.CallCompletionNotification, (row) =>
-              after.push(() => void this.deliver(row)),
+            awaitResult(
+              ctxRow.id,
+              ctx.id,
+              ctx.partitionId,
+              cmd.resultCompletionId,
+              MessageType.CallCompletionNotification,
+              (row) => after.push(() => void this.deliver(row)),
             ),
           );
         }
@@ -637,7 +719,10 @@ export class Engine {
             return;
           }
           if (parsed.kind === 'legacy') {
-            reject('RT0017', `awakeable id '${cmd.awakeableId}' uses the legacy prom_1 form, which service protocol V5+ cannot complete`);
+            reject(
+              'RT0017',
+              `awakeable id '${cmd.awakeableId}' uses the legacy prom_1 form, which service protocol V5+ cannot complete`,
+            );
             return;
           }
           targetId = parsed.invocationId;
@@ -663,7 +748,10 @@ export class Engine {
               signalName: name ?? null,
               sourceInvocationId: null,
               raw: Buffer.from(
-                codec.notification(idx !== undefined ? { kind: 'signal', idx } : { kind: 'signalName', name: name! }, cmd.result),
+                codec.notification(
+                  idx !== undefined ? { kind: 'signal', idx } : { kind: 'signalName', name: name! },
+                  cmd.result,
+                ),
               ),
             },
             (row) => after.push(() => void this.deliver(row)),
@@ -686,18 +774,28 @@ export class Engine {
     });
   }
 
-  private async answerLazyState(ctx: InvocationCtx, completionId: number, stateKey: Uint8Array | undefined): Promise<void> {
+  private async answerLazyState(
+    ctx: InvocationCtx,
+    completionId: number,
+    stateKey: Uint8Array | undefined,
+  ): Promise<void> {
     try {
       await ctx.lastWrite;
       let raw: Uint8Array;
       let type: number;
       if (stateKey !== undefined) {
         const value = await getStateValue(this.deps.pool, ctx.serviceName, ctx.serviceKey!, stateKey);
-        raw = codec.notification({ kind: 'completion', id: completionId }, value === undefined ? { kind: 'void' } : { kind: 'value', value });
+        raw = codec.notification(
+          { kind: 'completion', id: completionId },
+          value === undefined ? { kind: 'void' } : { kind: 'value', value },
+        );
         type = MessageType.GetLazyStateCompletionNotification;
       } else {
         const rows = await loadState(this.deps.pool, ctx.serviceName, ctx.serviceKey!);
-        raw = codec.notification({ kind: 'completion', id: completionId }, { kind: 'stateKeys', keys: rows.map((r) => r.key) });
+        raw = codec.notification(
+          { kind: 'completion', id: completionId },
+          { kind: 'stateKeys', keys: rows.map((r) => r.key) },
+        );
         type = MessageType.GetLazyStateKeysCompletionNotification;
       }
       await this.appendNotification(ctx, { type, raw, completionId, success: true }, []);
@@ -726,7 +824,8 @@ export class Engine {
       },
       now,
     );
-    const wantsAck = ctx.protocolVersion !== null && ctx.protocolVersion >= 7 && (frame.flags & REQUESTED_ACK_FLAG) !== 0;
+    const wantsAck =
+      ctx.protocolVersion !== null && ctx.protocolVersion >= 7 && (frame.flags & REQUESTED_ACK_FLAG) !== 0;
     void this.commit(ctx, op, () => {
       // The ack (or the full notification) goes out only now that the result is durable.
       if (ctx.attempt !== attempt || !attempt.canSend) return;
@@ -749,7 +848,9 @@ export class Engine {
     }
     ctx.status = 'suspended';
     ctx.awaiting = awaiting;
-    this.write(ctx, [updateInvocation(ctx.id, { status: 'suspended', awaiting, journalLength: ctx.journal!.length }, new Date())]);
+    this.write(ctx, [
+      updateInvocation(ctx.id, { status: 'suspended', awaiting, journalLength: ctx.journal!.length }, new Date()),
+    ]);
   }
 
   private async recheckSuspended(ctx: InvocationCtx): Promise<void> {
@@ -765,7 +866,8 @@ export class Engine {
   }
 
   private onSdkError(ctx: InvocationCtx, e: ReturnType<typeof codec.error>): void {
-    const rtCode: ErrorCode = e.code === 570 ? 'RT0016' : e.code === 571 ? 'RT0012' : e.code === 573 ? 'RT0012' : 'RT0007';
+    const rtCode: ErrorCode =
+      e.code === 570 ? 'RT0016' : e.code === 571 ? 'RT0012' : e.code === 573 ? 'RT0012' : 'RT0007';
     const failure: EngineFailure = {
       code: e.code,
       message: e.message,
@@ -787,7 +889,11 @@ export class Engine {
     // is lost when the invocation was reloaded from storage meanwhile, so fall back to the journal, which is the truth.
     const outcome = ctx.output ?? outputFromJournal(ctx.journal);
     if (outcome === undefined) {
-      this.handleFailure(ctx, { code: 571, rtCode: 'RT0012', message: 'the deployment sent End without an Output command' });
+      this.handleFailure(ctx, {
+        code: 571,
+        rtCode: 'RT0012',
+        message: 'the deployment sent End without an Output command',
+      });
       return;
     }
     this.complete(ctx, outcome);
@@ -803,7 +909,11 @@ export class Engine {
     this.deps.metrics.attemptFailures.inc({ code: failure.rtCode });
     const service = this.deps.registry.service(ctx.serviceName);
     const handler = service?.schema.handlers.find((h) => h.name === ctx.handlerName);
-    const policy = effectiveRetryPolicy(this.options.defaultRetryPolicy, service?.schema.retryPolicy ?? {}, handler?.retryPolicy ?? {});
+    const policy = effectiveRetryPolicy(
+      this.options.defaultRetryPolicy,
+      service?.schema.retryPolicy ?? {},
+      handler?.retryPolicy ?? {},
+    );
     // A next_retry_delay from the SDK is its own retry loop (ctx.run retry options, RetryableError): the SDK counts
     // those attempts and fails the run terminally when they are exhausted. restate-server takes that delay instead of
     // advancing the invocation retry policy, so such a failure neither spends one of its attempts nor can exhaust it.
@@ -822,7 +932,11 @@ export class Engine {
       if (decision.onMaxAttempts === 'Kill') {
         // Like restate-server: the invocation fails with the error of its last attempt, which the row records too.
         const code = failure.code === 500 || failure.code < 400 ? 500 : failure.code;
-        this.complete(ctx, { kind: 'failure', failure: { code, message: failure.message } }, failureColumns(ctx, failure));
+        this.complete(
+          ctx,
+          { kind: 'failure', failure: { code, message: failure.message } },
+          failureColumns(ctx, failure),
+        );
       } else {
         this.pause(ctx, failure);
       }
@@ -830,7 +944,13 @@ export class Engine {
     }
     const now = new Date();
     const fireAt = new Date(now.getTime() + decision.delayMs);
-    const t = { partitionId: ctx.partitionId, fireAt, invocationId: ctx.id, kind: 'retry' as const, completionId: null };
+    const t = {
+      partitionId: ctx.partitionId,
+      fireAt,
+      invocationId: ctx.id,
+      kind: 'retry' as const,
+      completionId: null,
+    };
     let timerId = '';
     this.write(
       ctx,
@@ -846,7 +966,9 @@ export class Engine {
     ctx.attempt?.abort();
     ctx.attempt = undefined;
     ctx.status = 'paused';
-    this.write(ctx, [updateInvocation(ctx.id, { ...failureColumns(ctx, failure), status: 'paused', nextRetryAt: null }, new Date())]);
+    this.write(ctx, [
+      updateInvocation(ctx.id, { ...failureColumns(ctx, failure), status: 'paused', nextRetryAt: null }, new Date()),
+    ]);
   }
 
   // ---------------------------------------------------------------------------------------------------------------
@@ -896,11 +1018,19 @@ export class Engine {
         if (next !== undefined) {
           this.locks.set(lk, next.id);
           next.status = 'invoked';
-          op.stmts.push(takeLock(next.serviceName, next.serviceKey!, next.id), updateInvocation(next.id, { status: 'invoked', inboxSeq: null }, now));
+          op.stmts.push(
+            takeLock(next.serviceName, next.serviceKey!, next.id),
+            updateInvocation(next.id, { status: 'invoked', inboxSeq: null }, now),
+          );
         }
       }
     }
-    const done: CompletedInvocation = { id: ctx.id, outcome, completedAt: now, completionRetentionMs: ctx.completionRetentionMs };
+    const done: CompletedInvocation = {
+      id: ctx.id,
+      outcome,
+      completedAt: now,
+      completionRetentionMs: ctx.completionRetentionMs,
+    };
     void this.commit(ctx, op, () => {
       this.deps.metrics.invocationsCompleted.inc({ result: outcome.kind });
       this.timers.removeWhere((t) => t.invocationId === ctx.id);
@@ -916,14 +1046,20 @@ export class Engine {
   // notifications, outbox, timers
 
   /** Appends a runtime-authored notification; sends it to a live attempt or resumes a suspended invocation. */
-  private async appendNotification(ctx: InvocationCtx, entry: Omit<JournalEntry, 'index'>, extra: Stmt[]): Promise<void> {
+  private async appendNotification(
+    ctx: InvocationCtx,
+    entry: Omit<JournalEntry, 'index'>,
+    extra: Stmt[],
+  ): Promise<void> {
     if (ctx.status === 'completed' || ctx.poisoned) {
-      if (extra.length > 0) await this.deps.committer.submit({ partitions: [ctx.partitionId], stmts: extra, journal: [] });
+      if (extra.length > 0)
+        await this.deps.committer.submit({ partitions: [ctx.partitionId], stmts: extra, journal: [] });
       return;
     }
     await ctx.ensureJournal(() => this.loadEntries(ctx.id));
     if ((ctx.status as string) === 'completed' || ctx.poisoned) {
-      if (extra.length > 0) await this.deps.committer.submit({ partitions: [ctx.partitionId], stmts: extra, journal: [] });
+      if (extra.length > 0)
+        await this.deps.committer.submit({ partitions: [ctx.partitionId], stmts: extra, journal: [] });
       return;
     }
     const op = newWriteOp(ctx.partitionId);
@@ -960,17 +1096,23 @@ export class Engine {
       let raw = row.raw ?? undefined;
       let success = true;
       if (raw === undefined) {
-        const source = row.sourceInvocationId === null ? undefined : await getInvocation(this.deps.pool, row.sourceInvocationId);
+        const source =
+          row.sourceInvocationId === null ? undefined : await getInvocation(this.deps.pool, row.sourceInvocationId);
         const result = source === undefined ? undefined : completedFromRow(source);
         const outcome: Outcome = result?.outcome ?? {
           kind: 'failure',
-          failure: { code: 404, message: `invocation ${row.sourceInvocationId ?? ''} was purged before its result was delivered` },
+          failure: {
+            code: 404,
+            message: `invocation ${row.sourceInvocationId ?? ''} was purged before its result was delivered`,
+          },
         };
         success = outcome.kind === 'success';
         raw = Buffer.from(
           codec.notification(
             { kind: 'completion', id: row.completionId! },
-            outcome.kind === 'success' ? { kind: 'value', value: outcome.value } : { kind: 'failure', failure: outcome.failure },
+            outcome.kind === 'success'
+              ? { kind: 'value', value: outcome.value }
+              : { kind: 'failure', failure: outcome.failure },
           ),
         );
       } else {
@@ -1209,7 +1351,12 @@ function completedFromRow(row: InvocationRow): CompletedInvocation {
             ...(row.failureMetadata === null ? {} : { metadata: row.failureMetadata }),
           },
         };
-  return { id: row.id, outcome, completedAt: row.completedAt ?? row.createdAt, completionRetentionMs: row.completionRetentionMs };
+  return {
+    id: row.id,
+    outcome,
+    completedAt: row.completedAt ?? row.createdAt,
+    completionRetentionMs: row.completionRetentionMs,
+  };
 }
 
 export type { HandlerSchema };

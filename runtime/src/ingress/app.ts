@@ -18,7 +18,15 @@ export interface IngressDeps {
 
 const VARY = 'origin, access-control-request-method, access-control-request-headers';
 /** Headers that describe the HTTP exchange itself rather than the invocation. */
-const DROPPED_HEADERS = new Set(['connection', 'host', 'idempotency-key', 'idempotency-expires', 'content-length', 'transfer-encoding', 'keep-alive']);
+const DROPPED_HEADERS = new Set([
+  'connection',
+  'host',
+  'idempotency-key',
+  'idempotency-expires',
+  'content-length',
+  'transfer-encoding',
+  'keep-alive',
+]);
 
 export function buildIngressApp(deps: IngressDeps): FastifyInstance {
   const log = deps.logger.child({ component: 'ingress' });
@@ -83,7 +91,11 @@ async function handle(deps: IngressDeps, req: FastifyRequest, reply: FastifyRepl
   let delayMs: number | undefined;
   for (const [name, value] of query) {
     if (name.toLowerCase() !== 'delay') continue;
-    if (!send) throw new IngressError(400, 'cannot use the delay query parameter with calls. The delay is supported only with sends');
+    if (!send)
+      throw new IngressError(
+        400,
+        'cannot use the delay query parameter with calls. The delay is supported only with sends',
+      );
     try {
       delayMs = parseDuration(value);
     } catch (err) {
@@ -138,9 +150,17 @@ async function handle(deps: IngressDeps, req: FastifyRequest, reply: FastifyRepl
   return sendOutcome(reply, handler, done, idempotencyKey !== undefined && !accepted.created);
 }
 
-function sendOutcome(reply: FastifyReply, handler: HandlerSchema, done: CompletedInvocation, replay: boolean): FastifyReply {
+function sendOutcome(
+  reply: FastifyReply,
+  handler: HandlerSchema,
+  done: CompletedInvocation,
+  replay: boolean,
+): FastifyReply {
   if (replay && done.completionRetentionMs !== null) {
-    reply.header('idempotency-expires', formatExpiry(new Date(done.completedAt.getTime() + done.completionRetentionMs)));
+    reply.header(
+      'idempotency-expires',
+      formatExpiry(new Date(done.completedAt.getTime() + done.completionRetentionMs)),
+    );
   }
   if (done.outcome.kind === 'failure') {
     const f = done.outcome.failure;

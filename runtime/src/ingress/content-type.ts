@@ -13,7 +13,10 @@ export function validateInput(rules: InputRules, contentType: string | undefined
     return;
   }
   if (rules.contentType === undefined) {
-    throw new IngressError(400, 'input validation error: Handler does not accept any input, but the request has a body');
+    throw new IngressError(
+      400,
+      'input validation error: Handler does not accept any input, but the request has a body',
+    );
   }
   if (contentType === undefined || contentType.trim() === '') {
     throw new IngressError(400, 'input validation error: Empty content-type');
@@ -21,7 +24,10 @@ export function validateInput(rules: InputRules, contentType: string | undefined
   const actual = contentType.split(';')[0]!.trim().toLowerCase();
   const expected = rules.contentType.split(';')[0]!.trim().toLowerCase();
   if (!mediaTypeMatches(expected, actual)) {
-    throw new IngressError(400, `input validation error: Content-type '${contentType}' does not match '${rules.contentType}'`);
+    throw new IngressError(
+      400,
+      `input validation error: Content-type '${contentType}' does not match '${rules.contentType}'`,
+    );
   }
 }
 

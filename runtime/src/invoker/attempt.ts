@@ -154,7 +154,10 @@ export class Attempt {
         ...(retryAfter === undefined ? {} : { retryAfterMs: retryAfter }),
       };
     } else if (status === 415) {
-      this.statusError = { code: 'RT0013', message: 'the deployment does not support the pinned protocol version (415)' };
+      this.statusError = {
+        code: 'RT0013',
+        message: 'the deployment does not support the pinned protocol version (415)',
+      };
     } else if (status === 502 || status === 504) {
       this.statusError = { code: 'RT0010', message: `the deployment is unavailable (${status})` };
     } else {
@@ -194,8 +197,13 @@ export class Attempt {
   private onEnd(): void {
     if (this.finished) return;
     if (this.statusError !== undefined) {
-      const body = Buffer.concat(this.errorBody ?? []).toString('utf8').trim();
-      this.fail({ ...this.statusError, message: body === '' ? this.statusError.message : `${this.statusError.message}: ${body}` });
+      const body = Buffer.concat(this.errorBody ?? [])
+        .toString('utf8')
+        .trim();
+      this.fail({
+        ...this.statusError,
+        message: body === '' ? this.statusError.message : `${this.statusError.message}: ${body}`,
+      });
       return;
     }
     if (this.terminal) {

@@ -86,9 +86,14 @@ describe('restart after SIGKILL', () => {
 
     // Kill once every sleeper is asleep and every retrier has failed at least once (and is backing off).
     await expect
-      .poll(() => [0, 1, 2, 3, 4].every((i) => effects.get(`before:s${i}`) === 1) && [0, 1, 2].every((i) => (attempts.get(`r${i}`) ?? 0) >= 1), {
-        timeout: 20_000,
-      })
+      .poll(
+        () =>
+          [0, 1, 2, 3, 4].every((i) => effects.get(`before:s${i}`) === 1) &&
+          [0, 1, 2].every((i) => (attempts.get(`r${i}`) ?? 0) >= 1),
+        {
+          timeout: 20_000,
+        },
+      )
       .toBe(true);
     await runtime.kill('SIGKILL');
     const ports = runtime.ports;
@@ -109,7 +114,10 @@ describe('restart after SIGKILL', () => {
           { timeout: 30_000, interval: 200 },
         )
         .toBe(ids.length);
-      const failed = await client.query(`SELECT id FROM ratchet.invocation WHERE id = ANY($1) AND result_kind <> 'success'`, [ids]);
+      const failed = await client.query(
+        `SELECT id FROM ratchet.invocation WHERE id = ANY($1) AND result_kind <> 'success'`,
+        [ids],
+      );
       expect(failed.rows).toEqual([]);
     } finally {
       await client.end();

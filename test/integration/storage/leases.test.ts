@@ -41,8 +41,11 @@ describe('partition leases and fencing', () => {
     journal: [],
   });
   const read = async (partition: number): Promise<string | undefined> =>
-    (await pool.query<{ value: string }>(`SELECT value FROM ratchet.meta WHERE key = $1`, [`fencing-test-${partition}`]))
-      .rows[0]?.value;
+    (
+      await pool.query<{ value: string }>(`SELECT value FROM ratchet.meta WHERE key = $1`, [
+        `fencing-test-${partition}`,
+      ])
+    ).rows[0]?.value;
 
   it('gives each partition to one owner, fences the old owner after a takeover, and lets a restarted node back in', async () => {
     const a = new PartitionLeases(pool, { node: 'node-a', partitions: 4, ttlMs: 60_000 });

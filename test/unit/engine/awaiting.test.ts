@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { canResume, flatAwaiting, type AwaitingTree, type NotificationIndex } from '../../../runtime/src/engine/awaiting.ts';
+import {
+  canResume,
+  flatAwaiting,
+  type AwaitingTree,
+  type NotificationIndex,
+} from '../../../runtime/src/engine/awaiting.ts';
 
 function index(completions: Record<number, boolean>, signals: Record<number, boolean> = {}): NotificationIndex {
   return {

@@ -33,7 +33,17 @@ describe('retry policy', () => {
   });
 
   it('lets handler settings win over service settings over the server default', () => {
-    const p = effectiveRetryPolicy(server, { initialIntervalMs: 100, maxAttempts: 5 }, { maxAttempts: 2, onMaxAttempts: 'Kill' });
-    expect(p).toEqual({ initialIntervalMs: 100, exponentiationFactor: 2, maxIntervalMs: 60_000, maxAttempts: 2, onMaxAttempts: 'Kill' });
+    const p = effectiveRetryPolicy(
+      server,
+      { initialIntervalMs: 100, maxAttempts: 5 },
+      { maxAttempts: 2, onMaxAttempts: 'Kill' },
+    );
+    expect(p).toEqual({
+      initialIntervalMs: 100,
+      exponentiationFactor: 2,
+      maxIntervalMs: 60_000,
+      maxAttempts: 2,
+      onMaxAttempts: 'Kill',
+    });
   });
 });

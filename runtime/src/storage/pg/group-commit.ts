@@ -85,7 +85,8 @@ export class GroupCommitter {
       this.scheduled = false;
       void this.flush();
     };
-    if (this.options.maxDelayMs > 0 && this.queue.length < this.options.maxBatch) setTimeout(run, this.options.maxDelayMs);
+    if (this.options.maxDelayMs > 0 && this.queue.length < this.options.maxBatch)
+      setTimeout(run, this.options.maxDelayMs);
     else setImmediate(run);
   }
 
@@ -156,7 +157,9 @@ export class GroupCommitter {
 
 async function runStmt(client: pg.ClientBase, stmt: Stmt): Promise<void> {
   const res = await client.query(
-    stmt.name === undefined ? { text: stmt.text, values: stmt.values } : { name: stmt.name, text: stmt.text, values: stmt.values },
+    stmt.name === undefined
+      ? { text: stmt.text, values: stmt.values }
+      : { name: stmt.name, text: stmt.text, values: stmt.values },
   );
   stmt.onResult?.(res.rows as Record<string, unknown>[]);
 }

@@ -27,7 +27,11 @@ export async function listLocks(db: pg.Pool): Promise<{ service: string; key: st
 }
 
 /** The oldest inboxed invocation of a key, which takes the lock when the holder completes. */
-export async function nextInboxed(db: pg.Pool | pg.ClientBase, service: string, key: string): Promise<string | undefined> {
+export async function nextInboxed(
+  db: pg.Pool | pg.ClientBase,
+  service: string,
+  key: string,
+): Promise<string | undefined> {
   const res = await db.query({
     name: 'inbox_next',
     text: `SELECT id FROM ratchet.invocation WHERE status = 'inboxed' AND service_name = $1 AND service_key = $2

@@ -29,7 +29,13 @@ export async function getStateValue(
   return (res.rows[0] as { value: Buffer } | undefined)?.value;
 }
 
-export function setState(service: string, key: string, partitionKey: bigint, stateKey: Uint8Array, value: Uint8Array): Stmt {
+export function setState(
+  service: string,
+  key: string,
+  partitionKey: bigint,
+  stateKey: Uint8Array,
+  value: Uint8Array,
+): Stmt {
   return {
     name: 'state_set',
     text: `INSERT INTO ratchet.state (service_name, service_key, key, value, partition_key) VALUES ($1, $2, $3, $4, $5::bigint)

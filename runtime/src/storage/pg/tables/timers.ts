@@ -12,10 +12,7 @@ export interface TimerRow {
   completionId: number | null;
 }
 
-export function insertTimer(
-  t: Omit<TimerRow, 'id'>,
-  onId: (id: string) => void,
-): Stmt {
+export function insertTimer(t: Omit<TimerRow, 'id'>, onId: (id: string) => void): Stmt {
   return {
     name: 'timer_insert',
     text: `INSERT INTO ratchet.timer (partition_id, fire_at, invocation_id, kind, completion_id)
@@ -30,7 +27,11 @@ export function deleteTimer(id: string): Stmt {
 }
 
 export function deleteTimersOf(invocationId: string): Stmt {
-  return { name: 'timer_delete_of', text: 'DELETE FROM ratchet.timer WHERE invocation_id = $1', values: [invocationId] };
+  return {
+    name: 'timer_delete_of',
+    text: 'DELETE FROM ratchet.timer WHERE invocation_id = $1',
+    values: [invocationId],
+  };
 }
 
 export async function listTimers(db: pg.Pool, partitions: number[]): Promise<TimerRow[]> {
