@@ -28,7 +28,7 @@ describe('retry policy', () => {
     });
   });
 
-  it('honours a delay requested by the deployment (next_retry_delay, Retry-After)', () => {
+  it('honours a delay requested in front of the deployment (Retry-After on 429/503)', () => {
     expect(decideRetry(server, 1, 7000)).toEqual({ kind: 'retry', delayMs: 7000 });
   });
 

@@ -42,6 +42,7 @@ export async function migrate(client: pg.ClientBase): Promise<MigrationResult> {
       throw new StorageVersionMismatchError(
         `the database holds Ratchet storage format ${current}, but this runtime reads formats up to ${STORAGE_FORMAT_VERSION}; ` +
           'upgrade the runtime or point RATCHET_DATABASE_URL at another database',
+        { found: current, supported: STORAGE_FORMAT_VERSION },
       );
     }
     const migrations = await loadMigrations();
@@ -66,7 +67,8 @@ export async function migrate(client: pg.ClientBase): Promise<MigrationResult> {
     }
     return { applied, storageFormatVersion: Math.max(current ?? 0, ...migrations.map((m) => m.version)) };
   } finally {
-    await client.query('SELECT pg_advisory_unlock($1::bigint)', [MIGRATION_LOCK_KEY]);
+    // A failed unlock means a broken connection, which releases the lock with it; the error that got us here matters.
+    await client.query('SELECT pg_advisory_unlock($1::bigint)', [MIGRATION_LOCK_KEY]).catch(() => undefined);
   }
 }
 
@@ -87,13 +89,21 @@ async function readStorageVersion(client: pg.ClientBase): Promise<number | undef
     const value = v.rows[0]?.value;
     if (value !== undefined && /^\d+$/.test(value)) return Number(value);
   }
+  const missing = (cause?: unknown): StorageVersionMissingError =>
+    new StorageVersionMissingError(
+      'the database has a non-empty `ratchet` schema without a storage format version; it was not written by a ' +
+        'compatible Ratchet or is damaged. Restore a backup or point RATCHET_DATABASE_URL at an empty database',
+      cause === undefined ? {} : { cause },
+    );
   if (Number(row.tables) === 0 && !metaPresent) {
-    // An empty schema left behind by a failed first migration: safe to start over in it.
-    await client.query('DROP SCHEMA ratchet');
+    // An empty schema left behind by a failed first migration: safe to start over in it. RESTRICT (the default)
+    // refuses if it holds anything pg_class does not list (functions, types): then it is not ours to drop.
+    try {
+      await client.query('DROP SCHEMA ratchet');
+    } catch (err) {
+      throw missing(err);
+    }
     return undefined;
   }
-  throw new StorageVersionMissingError(
-    'the database has a non-empty `ratchet` schema without a storage format version; it was not written by a ' +
-      'compatible Ratchet or is damaged. Restore a backup or point RATCHET_DATABASE_URL at an empty database',
-  );
+  throw missing();
 }
