@@ -39,12 +39,12 @@ async function main(): Promise<void> {
       });
       databaseUrl = embedded.url;
     }
+    if (stopping) return; // a signal came while PostgreSQL started: stop() takes it down again
     runtime = await startRuntime(config, databaseUrl, logger);
   };
 
-  // Installed before anything starts: a signal during startup waits for it, then stops whatever came up, so a Ctrl-C
-  // while PostgreSQL initialises leaves no server behind.
-  let startup: Promise<void> | undefined;
+  // A signal during startup waits for it, then stops whatever came up, so a Ctrl-C while PostgreSQL initialises leaves
+  // no server behind.
   const stop = async (reason: string, exitCode: number): Promise<void> => {
     if (stopping) {
       // Ctrl-C in a terminal reaches npm, tsx and us at once, and npm and tsx forward it again: not a second request.
@@ -52,7 +52,7 @@ async function main(): Promise<void> {
       return;
     }
     stopping = true;
-    logger.info({ signal: reason }, 'stopping');
+    logger.info({ reason }, 'stopping');
     try {
       await startup;
     } catch {
@@ -80,10 +80,10 @@ async function main(): Promise<void> {
     logger.flush();
     process.exit(code);
   };
+  const startup = start();
   process.on('SIGINT', () => void stop('SIGINT', 0));
   process.on('SIGTERM', () => void stop('SIGTERM', 0));
 
-  startup = start();
   try {
     await startup;
   } catch (err) {
@@ -123,7 +123,10 @@ function fatal(logger: Logger, err: unknown, config?: Config): void {
 function isConnectionError(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code !== 'string') return false;
-  return /^(ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH)$/.test(code) || /^(08|28|3D)/.test(code);
+  return (
+    /^(ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH)$/.test(code) ||
+    /^(08|28|3D)/.test(code)
+  );
 }
 
 /** Names the server and database without the password, which the URL may carry. */
@@ -144,7 +147,11 @@ function errorText(err: unknown): string {
     const first: unknown = err.errors[0];
     if (first instanceof Error) return first.message;
   }
-  if (err instanceof Error) return err.message === '' ? String((err as { code?: unknown }).code ?? err.name) : err.message;
+  if (err instanceof Error) {
+    if (err.message !== '') return err.message;
+    const code = (err as { code?: unknown }).code;
+    return typeof code === 'string' ? code : err.name;
+  }
   return String(err);
 }
 

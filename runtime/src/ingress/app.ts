@@ -33,6 +33,9 @@ export function buildIngressApp(deps: IngressDeps): FastifyInstance {
   const app = Fastify({
     // Per-request logging would cost more than the invocation path itself; errors are logged by the handler below.
     logger: false,
+    // Calls wait for their invocation, possibly for long; on shutdown they are cut (clients retry with the
+    // idempotency key or re-attach) rather than holding the process open.
+    forceCloseConnections: true,
     bodyLimit: deps.requestSizeLimit,
     // Restate paths carry URL-encoded keys; the raw path is parsed by us.
     routerOptions: { ignoreDuplicateSlashes: false },

@@ -130,7 +130,7 @@ async function ensurePostgresUser(log: Logger): Promise<Owner> {
   if (existing !== undefined) return existing;
   log.info('creating the postgres system user to run the embedded PostgreSQL (PostgreSQL refuses to run as root)');
   try {
-    await execFileAsync('groupadd', ['--system', 'postgres']).catch(async (err: unknown) => {
+    await execFileAsync('groupadd', ['--system', 'postgres']).catch((err: unknown) => {
       // Exit status 9: the group already exists.
       if ((err as { code?: unknown }).code !== 9) throw err;
     });
@@ -236,7 +236,9 @@ async function initialise(
       owner,
     );
     if (result.code !== 0) {
-      throw new Error(`initdb failed (exit code ${String(result.code)}, signal ${String(result.signal)}): ${result.output}`);
+      throw new Error(
+        `initdb failed (exit code ${String(result.code)}, signal ${String(result.signal)}): ${result.output}`,
+      );
     }
   } finally {
     await unlink(pwfile).catch(() => undefined); // already gone is fine
@@ -257,8 +259,10 @@ function run(
   owner: Owner | undefined,
 ): Promise<{ code: number | null; signal: NodeJS.Signals | null; output: string }> {
   return new Promise((resolvePromise, reject) => {
+    // Own process group: a Ctrl-C during initdb reaches only the runtime, which waits for it and then stops.
     const child = spawn(file, args, {
       cwd,
+      detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
       env: serverEnv(),
       ...(owner ?? {}),

@@ -16,6 +16,8 @@ export function createPool(options: PoolOptions): pg.Pool {
     application_name: options.applicationName,
     // A broken idle connection must not crash the process; queries on it fail and are retried by callers.
     idleTimeoutMillis: 30_000,
+    // A database host that drops packets must fail startup and requests, not hang them.
+    connectionTimeoutMillis: 10_000,
   });
   pool.on('error', () => {
     // Errors on idle clients surface again on the next checkout; nothing to do here.
