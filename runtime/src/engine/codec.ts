@@ -1,3 +1,4 @@
+import { ProtocolViolationError } from '../protocol/errors.ts';
 import { encodeFrame } from '../protocol/framing.ts';
 import {
   CombinatorType,
@@ -124,8 +125,7 @@ export type Command =
   | { kind: 'completeAwakeable'; awakeableId: string; result: NotificationResult }
   | { kind: 'promise' }
   | { kind: 'attach' }
-  | { kind: 'getOutput' }
-  | { kind: 'custom' };
+  | { kind: 'getOutput' };
 
 function outcomeOf(r: { kind: 'value'; value: Uint8Array } | { kind: 'failure'; failure: WireFailure }): Outcome {
   return r.kind === 'value'
@@ -214,7 +214,7 @@ export function command(type: number, payload: Uint8Array): Command {
     case MessageType.GetInvocationOutputCommand:
       return { kind: 'getOutput' };
     default:
-      return { kind: 'custom' };
+      throw new ProtocolViolationError(`unknown command type 0x${type.toString(16).padStart(4, '0')}`);
   }
 }
 

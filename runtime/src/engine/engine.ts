@@ -762,7 +762,8 @@ export class Engine {
       case 'promise':
       case 'attach':
       case 'getOutput':
-      case 'custom':
+        // Durable promises and attaching to invocations are not implemented yet; failing the attempt keeps the
+        // invocation retryable (and visibly failing with this message) instead of journaling what we cannot act on.
         reject('RT0012', `the ${cmd.kind} command is not supported by this runtime yet`);
         return;
     }
