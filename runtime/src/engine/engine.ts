@@ -435,11 +435,19 @@ export class Engine {
       ctx.attemptSnapshot = journal.length;
       ctx.fromSdk.clear();
       ctx.awaiting = undefined;
+      const now = new Date();
+      const pinUpdate = ctx.pinUnsaved;
+      ctx.pinUnsaved = false;
       this.write(ctx, [
         updateInvocation(
           ctx.id,
-          { lastStartAt: new Date(), lastAttemptDeploymentId: deployment.id, runningAt: new Date() },
-          new Date(),
+          {
+            lastStartAt: now,
+            lastAttemptDeploymentId: deployment.id,
+            runningAt: now,
+            ...(pinUpdate ? { deploymentId: deployment.id, protocolVersion } : {}),
+          },
+          now,
         ),
       ]);
       attempt.start(frames);
@@ -461,10 +469,11 @@ export class Engine {
     }
   }
 
-  private pinDeployment(
-    ctx: InvocationCtx,
-  ):
-    | { deployment: NonNullable<ReturnType<SchemaRegistry['deployment']>>; protocolVersion: number }
+  private pinDeployment(ctx: InvocationCtx):
+    | {
+        deployment: NonNullable<ReturnType<SchemaRegistry['deployment']>>;
+        protocolVersion: number;
+      }
     | { failure: EngineFailure } {
     const registry = this.deps.registry;
     if (ctx.deploymentId !== null && ctx.protocolVersion !== null) {
@@ -497,9 +506,10 @@ export class Engine {
         },
       };
     }
+    // Persisted with the attempt-start update in startAttempt: one UPDATE per attempt, not two.
     ctx.deploymentId = d.id;
     ctx.protocolVersion = v;
-    this.write(ctx, [updateInvocation(ctx.id, { deploymentId: d.id, protocolVersion: v }, new Date())]);
+    ctx.pinUnsaved = true;
     return { deployment: d, protocolVersion: v };
   }
 
@@ -1053,14 +1063,12 @@ export class Engine {
     extra: Stmt[],
   ): Promise<void> {
     if (ctx.status === 'completed' || ctx.poisoned) {
-      if (extra.length > 0)
-        await this.deps.committer.submit({ partitions: [ctx.partitionId], stmts: extra, journal: [] });
+      if (extra.length > 0) await this.submitStmts(ctx.partitionId, extra);
       return;
     }
     await ctx.ensureJournal(() => this.loadEntries(ctx.id));
     if ((ctx.status as string) === 'completed' || ctx.poisoned) {
-      if (extra.length > 0)
-        await this.deps.committer.submit({ partitions: [ctx.partitionId], stmts: extra, journal: [] });
+      if (extra.length > 0) await this.submitStmts(ctx.partitionId, extra);
       return;
     }
     const op = newWriteOp(ctx.partitionId);
@@ -1091,7 +1099,7 @@ export class Engine {
       const target = await this.load(row.targetInvocationId);
       const remove = deleteOutbox(row.seq);
       if (target === undefined) {
-        await this.deps.committer.submit({ partitions: [row.partitionId], stmts: [remove], journal: [] });
+        await this.submitStmts(row.partitionId, [remove]);
         return;
       }
       let raw = row.raw ?? undefined;
@@ -1120,7 +1128,7 @@ export class Engine {
         success = codec.notificationSucceeded(row.entryType, raw);
       }
       if (target.status === 'completed') {
-        await this.deps.committer.submit({ partitions: [row.partitionId], stmts: [remove], journal: [] });
+        await this.submitStmts(row.partitionId, [remove]);
         return;
       }
       await this.appendNotification(
@@ -1146,7 +1154,7 @@ export class Engine {
       const ctx = await this.load(t.invocationId);
       const remove = deleteTimer(t.id);
       if (ctx === undefined || ctx.status === 'completed') {
-        await this.deps.committer.submit({ partitions: [t.partitionId], stmts: [remove], journal: [] });
+        await this.submitStmts(t.partitionId, [remove]);
         return;
       }
       switch (t.kind) {
@@ -1226,6 +1234,11 @@ export class Engine {
       sleepWakeupAt: extra.sleepWakeupAt,
     });
     return e;
+  }
+
+  /** Statements that touch no in-memory invocation (cleanup of timers and outbox rows of finished work). */
+  private submitStmts(partition: number, stmts: Stmt[]): Promise<void> {
+    return this.deps.committer.submit({ partitions: [partition], stmts, journal: [] });
   }
 
   private write(ctx: InvocationCtx, stmts: Stmt[], after?: () => void): void {

@@ -22,6 +22,8 @@ export class InvocationCtx implements NotificationIndex {
   status: InvocationStatus;
   deploymentId: string | null;
   protocolVersion: number | null;
+  /** The pin was chosen in memory but not written yet; it is written with the next attempt-start update. */
+  pinUnsaved = false;
   /** Failed attempts so far (the row's retry_count). */
   retryCount: number;
   /**
