@@ -32,6 +32,9 @@ async function main(): Promise<void> {
     if (databaseUrl === undefined) {
       lock = await lockDataDir(config.dataDir);
       embedded = await startEmbeddedDatabase(config.dataDir, logger, {
+        avoidPorts: [config.ingress, config.admin, config.introspection, config.observability, config.metrics].map(
+          (l) => l.bind.port,
+        ),
         onUnexpectedExit: (status) => {
           logger.error(status, 'the embedded PostgreSQL exited unexpectedly; stopping');
           void stop('postgres-exit', 1);

@@ -18,6 +18,8 @@ export interface EmbeddedDatabase {
 export interface EmbeddedDatabaseOptions {
   /** Called when PostgreSQL exits without `stop()` having been called: the runtime has lost its storage. */
   onUnexpectedExit?: (status: { code: number | null; signal: NodeJS.Signals | null }) => void;
+  /** Ports PostgreSQL must not take: the runtime's own listeners, which bind only after PostgreSQL is up. */
+  avoidPorts?: readonly number[];
 }
 
 const DATABASE = 'ratchet';
@@ -68,7 +70,7 @@ export async function startEmbeddedDatabase(
 
   const logFile = join(dataDir, 'postgres.log');
   for (let attempt = 1; ; attempt++) {
-    const port = await freePort();
+    const port = await freePort(options.avoidPorts ?? []);
     const server = await spawnServer(binaries.postgres, pgDir, port, logFile, owner);
     try {
       await waitReady(server, port, password, logFile);
@@ -493,7 +495,14 @@ async function exists(path: string): Promise<boolean> {
   }
 }
 
-function freePort(): Promise<number> {
+async function freePort(avoid: readonly number[]): Promise<number> {
+  for (;;) {
+    const port = await ephemeralPort();
+    if (!avoid.includes(port)) return port;
+  }
+}
+
+function ephemeralPort(): Promise<number> {
   return new Promise((resolvePromise, reject) => {
     const server = createServer();
     server.once('error', reject);
