@@ -7,7 +7,19 @@ export const LOOPBACK = '127.0.0.1';
  * A TCP port on 127.0.0.1 that was free a moment ago: the kernel picks it (listen on port 0), we read it and close.
  * Another process may still take it before the caller binds, so callers that can retry on EADDRINUSE should.
  */
-export function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
+  // The kernel may hand out a port it just gave us again; a test that asks for several needs them distinct.
+  for (;;) {
+    const port = await kernelPort();
+    if (given.has(port)) continue;
+    given.add(port);
+    return port;
+  }
+}
+
+const given = new Set<number>();
+
+function kernelPort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.unref();
