@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:net';
 import pg from 'pg';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { migrate } from '../../runtime/src/storage/pg/migrate.ts';
+import { STORAGE_FORMAT_VERSION, migrate } from '../../runtime/src/storage/pg/migrate.ts';
 import { freePort, LOOPBACK } from '../support/ports.ts';
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts';
 import { START_TIMEOUT_MS, spawnRuntime, stopAllRuntimes, type RuntimeChild } from './support/runtime-child.ts';
@@ -86,7 +86,9 @@ describe('startup errors', () => {
       await client.query(`UPDATE ratchet.meta SET value = '999' WHERE key = 'storage_format_version'`);
     });
     const runtime = await failedStart({ RATCHET_DATABASE_URL: db.url });
-    expect(fatalMessage(runtime)).toMatch(/^\[META0010\] .*storage format 999.*reads formats up to 1/);
+    expect(fatalMessage(runtime)).toMatch(
+      new RegExp(`^\\[META0010\\] .*storage format 999.*reads formats up to ${STORAGE_FORMAT_VERSION}\\b`),
+    );
     // Nothing was changed on the way out.
     const version = await withClient(db.url, (client) =>
       client.query<{ value: string }>(`SELECT value FROM ratchet.meta WHERE key = 'storage_format_version'`),
@@ -135,7 +137,7 @@ describe('startup errors', () => {
     const version = await withClient(db.url, (client) =>
       client.query<{ value: string }>(`SELECT value FROM ratchet.meta WHERE key = 'storage_format_version'`),
     );
-    expect(version.rows).toEqual([{ value: '1' }]);
+    expect(version.rows).toEqual([{ value: String(STORAGE_FORMAT_VERSION) }]);
     for (const rt of [a, b]) {
       rt.child.kill('SIGTERM');
       expect(await rt.exit()).toEqual({ code: 0, signal: null });

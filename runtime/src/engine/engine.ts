@@ -332,6 +332,56 @@ export class Engine {
   }
 
   // ---------------------------------------------------------------------------------------------------------------
+  // signals from outside (ingress awakeables, cancellation)
+
+  /**
+   * Delivers a signal to an invocation: an awakeable completion (`idx` ≥ 17), a named signal, or cancellation
+   * (`idx` 1). Resolves once the signal is durable in the outbox; delivery follows. A signal for an invocation that is
+   * unknown or already completed is dropped, as restate does.
+   */
+  async signal(
+    targetId: InvocationId,
+    signal: { idx: number } | { name: string },
+    result: codec.EngineResult,
+  ): Promise<void> {
+    const partitionId = partitionFor(InvocationId.partitionKey(targetId), this.options.partitions);
+    let row: OutboxRow | undefined;
+    await this.submitStmts(partitionId, [
+      insertOutbox(
+        {
+          partitionId,
+          targetInvocationId: targetId,
+          entryType: MessageType.SignalNotification,
+          completionId: null,
+          signalIdx: 'idx' in signal ? signal.idx : null,
+          signalName: 'name' in signal ? signal.name : null,
+          sourceInvocationId: null,
+          raw: Buffer.from(
+            codec.notification(
+              'idx' in signal ? { kind: 'signal', idx: signal.idx } : { kind: 'signalName', name: signal.name },
+              result,
+            ),
+          ),
+        },
+        (r) => (row = r),
+      ),
+    ]);
+    if (row !== undefined) void this.deliver(row);
+  }
+
+  /**
+   * Cancels an invocation: signal 1, which a running or suspended handler sees as a 409 "Cancelled" failure (and can
+   * compensate); a paused one is resumed to see it; one that has not started yet is failed at once.
+   */
+  async cancel(id: InvocationId): Promise<'accepted' | 'not_found' | 'completed'> {
+    const row = await getInvocation(this.deps.pool, id);
+    if (row === undefined) return 'not_found';
+    if (row.status === 'completed') return 'completed';
+    await this.signal(id, { idx: CANCEL_SIGNAL }, { kind: 'void' });
+    return 'accepted';
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
   // attempts
 
   private async startAttempt(ctx: InvocationCtx): Promise<void> {
@@ -985,7 +1035,7 @@ export class Engine {
   // ---------------------------------------------------------------------------------------------------------------
   // completion
 
-  private complete(ctx: InvocationCtx, outcome: Outcome, failed: InvocationUpdate = {}): void {
+  private complete(ctx: InvocationCtx, outcome: Outcome, failed: InvocationUpdate = {}, extra: Stmt[] = []): void {
     ctx.attempt?.abort();
     ctx.attempt = undefined;
     ctx.status = 'completed';
@@ -1014,7 +1064,8 @@ export class Engine {
         now,
       ),
       deleteTimersOf(ctx.id),
-      resultToWaiters(ctx.id, MessageType.CallCompletionNotification, (row) => delivered.push(row)),
+      resultToWaiters(ctx.id, (row) => delivered.push(row)),
+      ...extra,
     );
     let next: InvocationCtx | undefined;
     if (ctx.isExclusiveKeyed) {
@@ -1075,7 +1126,11 @@ export class Engine {
     const e = this.appendEntry(ctx, op, entry, new Date());
     op.stmts.push(...extra);
     let resume = false;
-    if (ctx.status === 'suspended' && ctx.awaiting !== undefined && canResume(ctx.awaiting, ctx)) {
+    const cancel = e.type === MessageType.SignalNotification && e.signalIdx === CANCEL_SIGNAL;
+    if (
+      (ctx.status === 'suspended' && ctx.awaiting !== undefined && canResume(ctx.awaiting, ctx)) ||
+      (ctx.status === 'paused' && cancel)
+    ) {
       resume = true;
       ctx.status = 'invoked';
       ctx.awaiting = undefined;
@@ -1129,6 +1184,13 @@ export class Engine {
       }
       if (target.status === 'completed') {
         await this.submitStmts(row.partitionId, [remove]);
+        return;
+      }
+      const cancel = row.entryType === MessageType.SignalNotification && row.signalIdx === CANCEL_SIGNAL;
+      if (cancel && (target.status === 'scheduled' || target.status === 'inboxed')) {
+        // Never started: nothing to run compensations, so it fails right away (restate's "canceled").
+        this.leaveInbox(target);
+        this.complete(target, { kind: 'failure', failure: { code: 409, message: 'canceled' } }, {}, [remove]);
         return;
       }
       await this.appendNotification(
@@ -1311,6 +1373,17 @@ export class Engine {
     });
   }
 
+  /** Takes a not-started invocation out of its key's in-memory inbox (it is being completed without running). */
+  private leaveInbox(ctx: InvocationCtx): void {
+    if (ctx.status !== 'inboxed' || ctx.serviceKey === null) return;
+    const lk = lockKey(ctx.serviceName, ctx.serviceKey);
+    const q = this.inboxes.get(lk);
+    if (q === undefined) return;
+    const i = q.indexOf(ctx.id);
+    if (i >= 0) q.splice(i, 1);
+    if (q.length === 0) this.inboxes.delete(lk);
+  }
+
   private inbox(lk: string): string[] {
     let q = this.inboxes.get(lk);
     if (q === undefined) this.inboxes.set(lk, (q = []));
@@ -1348,6 +1421,9 @@ function outputFromJournal(journal: JournalEntry[] | undefined): Outcome | undef
   const cmd = codec.command(entry.type, entry.raw);
   return cmd.kind === 'output' ? cmd.outcome : undefined;
 }
+
+/** Signal index 1 is cancellation; 2–16 are reserved; awakeables start at 17. */
+const CANCEL_SIGNAL = 1;
 
 function lockKey(service: string, key: string): string {
   return `${service}\u0000${key}`;

@@ -67,7 +67,8 @@ export async function listOutbox(db: pg.Pool, partitions: number[]): Promise<Out
 
 /**
  * Registers `caller` for the result of `invocationId`, or, when that invocation already completed (an idempotent
- * duplicate), queues the result for the caller at once. One statement, so no completion can slip in between.
+ * duplicate, an attach to a finished invocation) or does not exist, queues the answer for the caller at once. The
+ * target's row is locked, so a completion committing concurrently either sees the waiter or is seen as completed.
  */
 export function awaitResult(
   invocationId: string,
@@ -79,26 +80,28 @@ export function awaitResult(
 ): Stmt {
   return {
     name: 'await_result',
-    text: `WITH c AS (SELECT 1 FROM ratchet.invocation WHERE id = $1 AND status = 'completed'),
-           w AS (INSERT INTO ratchet.completion_waiter (invocation_id, caller_id, caller_completion_id)
-                 SELECT $1, $2, $3 WHERE NOT EXISTS (SELECT 1 FROM c) ON CONFLICT DO NOTHING)
+    text: `WITH t AS (SELECT status FROM ratchet.invocation WHERE id = $1 FOR UPDATE),
+           w AS (INSERT INTO ratchet.completion_waiter (invocation_id, caller_id, caller_completion_id, entry_type)
+                 SELECT $1, $2, $3, $5 FROM t WHERE t.status <> 'completed' ON CONFLICT DO NOTHING)
            INSERT INTO ratchet.outbox (partition_id, target_invocation_id, entry_type, completion_id, source_invocation_id)
-           SELECT $4, $2, $5, $3, $1 WHERE EXISTS (SELECT 1 FROM c) RETURNING ${OUTBOX_COLUMNS}`,
+           SELECT $4, $2, $5, $3, $1 WHERE NOT EXISTS (SELECT 1 FROM t WHERE t.status <> 'completed')
+           RETURNING ${OUTBOX_COLUMNS}`,
     values: [invocationId, callerId, callerCompletionId, callerPartition, entryType],
     onResult: (rows) => rows.forEach((r) => onRow(toRow(r))),
   };
 }
 
 /** On completion: every waiter becomes an outbox row carrying this invocation's result, in the same transaction. */
-export function resultToWaiters(invocationId: string, entryType: number, onRow: (row: OutboxRow) => void): Stmt {
+export function resultToWaiters(invocationId: string, onRow: (row: OutboxRow) => void): Stmt {
   return {
     name: 'result_to_waiters',
-    text: `WITH w AS (DELETE FROM ratchet.completion_waiter WHERE invocation_id = $1 RETURNING caller_id, caller_completion_id)
+    text: `WITH w AS (DELETE FROM ratchet.completion_waiter WHERE invocation_id = $1
+                     RETURNING caller_id, caller_completion_id, entry_type)
            INSERT INTO ratchet.outbox (partition_id, target_invocation_id, entry_type, completion_id, source_invocation_id)
-           SELECT i.partition_id, w.caller_id, $2, w.caller_completion_id, $1
+           SELECT i.partition_id, w.caller_id, w.entry_type, w.caller_completion_id, $1
            FROM w JOIN ratchet.invocation i ON i.id = w.caller_id
            RETURNING ${OUTBOX_COLUMNS}`,
-    values: [invocationId, entryType],
+    values: [invocationId],
     onResult: (rows) => rows.forEach((r) => onRow(toRow(r))),
   };
 }
