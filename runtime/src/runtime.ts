@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { buildAdminApp } from './admin/app.ts';
 import type { Config } from './config/config.ts';
 import { formatBindAddress, type BindAddress } from './config/bind-address.ts';
+import { RetentionCleaner } from './engine/retention.ts';
 import { Engine } from './engine/engine.ts';
 import { BindError } from './errors/config-errors.ts';
 import { buildIngressApp } from './ingress/app.ts';
@@ -29,6 +30,7 @@ export interface RuntimeHandle {
   admin: BindAddress;
   metrics: BindAddress;
   engine: Engine;
+  cleaner: RetentionCleaner;
   stop(): Promise<void>;
 }
 
@@ -103,6 +105,7 @@ export async function startRuntime(config: Config, databaseUrl: string, logger: 
         maxProtocolVersion: config.invoker.maxProtocolVersion,
         defaultIdempotencyRetentionMs: config.serviceDefaults.idempotencyRetentionMs,
         defaultJournalRetentionMs: config.serviceDefaults.journalRetentionMs,
+        defaultWorkflowCompletionRetentionMs: config.serviceDefaults.workflowCompletionRetentionMs,
       },
       { pool, committer, leases, registry, http2, http1, logger, metrics },
     );
@@ -111,6 +114,12 @@ export async function startRuntime(config: Config, databaseUrl: string, logger: 
       await engine.stop();
       await leases.releaseAll();
     });
+    const cleaner = new RetentionCleaner(pool, leases, logger, {
+      intervalMs: config.storage.cleanupIntervalMs,
+      batchSize: 500,
+    });
+    cleaner.start();
+    cleanups.push(() => cleaner.stop());
     const renew = setInterval(() => {
       leases.renew().then(
         (lost) => {
@@ -147,7 +156,7 @@ export async function startRuntime(config: Config, databaseUrl: string, logger: 
       },
       'Ratchet is ready',
     );
-    return { ingress: ingressBound, admin: adminBound, metrics: metricsBound, engine, stop: cleanup };
+    return { ingress: ingressBound, admin: adminBound, metrics: metricsBound, engine, cleaner, stop: cleanup };
   } catch (err) {
     await cleanup();
     throw err;

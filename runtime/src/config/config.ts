@@ -79,6 +79,8 @@ export interface StorageConfig {
     readonly maxDelayMs: number;
     readonly maxBatch: number;
   };
+  /** How often completed invocations and journals whose retention ended are removed. */
+  readonly cleanupIntervalMs: number;
 }
 
 export interface Config {
@@ -139,6 +141,7 @@ export const SETTINGS = {
   RATCHET_PARTITIONS: 'storage.partitions',
   RATCHET_GROUP_COMMIT_MAX_DELAY: 'storage.group-commit-max-delay',
   RATCHET_GROUP_COMMIT_MAX_BATCH: 'storage.group-commit-max-batch',
+  RATCHET_CLEANUP_INTERVAL: 'storage.cleanup-interval',
 } as const;
 
 export type SettingName = keyof typeof SETTINGS;
@@ -552,6 +555,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
         maxDelayMs: read.duration('RATCHET_GROUP_COMMIT_MAX_DELAY', '0ms'),
         maxBatch: read.integer('RATCHET_GROUP_COMMIT_MAX_BATCH', 256, { min: 1, max: 65536 }),
       },
+      cleanupIntervalMs: read.duration('RATCHET_CLEANUP_INTERVAL', '1m', { min: 10, max: MAX_SAFE_MS }),
     },
     warnings,
   };

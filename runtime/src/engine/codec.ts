@@ -7,7 +7,12 @@ import {
   decodeAwaitingOn,
   decodeCallCommand,
   decodeClearStateCommand,
+  decodeAttachInvocationCommand,
   decodeCompleteAwakeableCommand,
+  decodeCompletePromiseCommand,
+  decodeGetInvocationOutputCommand,
+  decodeGetPromiseCommand,
+  decodePeekPromiseCommand,
   decodeError,
   decodeGetLazyStateCommand,
   decodeGetLazyStateKeysCommand,
@@ -25,6 +30,7 @@ import {
   encodeStart,
   type Failure as WireFailure,
   type Future,
+  type InvocationTarget,
   type NotificationId,
   type NotificationResult,
   type StartMessage,
@@ -123,9 +129,16 @@ export type Command =
       result: NotificationResult;
     }
   | { kind: 'completeAwakeable'; awakeableId: string; result: NotificationResult }
-  | { kind: 'promise' }
-  | { kind: 'attach' }
-  | { kind: 'getOutput' };
+  | { kind: 'getPromise'; key: string; completionId: number }
+  | { kind: 'peekPromise'; key: string; completionId: number }
+  | {
+      kind: 'completePromise';
+      key: string;
+      completionId: number;
+      result: { kind: 'success'; value: Uint8Array } | { kind: 'failure'; code: number; message: string };
+    }
+  | { kind: 'attach'; target: InvocationTarget; completionId: number }
+  | { kind: 'getOutput'; target: InvocationTarget; completionId: number };
 
 function outcomeOf(r: { kind: 'value'; value: Uint8Array } | { kind: 'failure'; failure: WireFailure }): Outcome {
   return r.kind === 'value'
@@ -205,14 +218,34 @@ export function command(type: number, payload: Uint8Array): Command {
       const m = decodeCompleteAwakeableCommand(payload);
       return { kind: 'completeAwakeable', awakeableId: m.awakeableId, result: m.result };
     }
-    case MessageType.GetPromiseCommand:
-    case MessageType.PeekPromiseCommand:
-    case MessageType.CompletePromiseCommand:
-      return { kind: 'promise' };
-    case MessageType.AttachInvocationCommand:
-      return { kind: 'attach' };
-    case MessageType.GetInvocationOutputCommand:
-      return { kind: 'getOutput' };
+    case MessageType.GetPromiseCommand: {
+      const m = decodeGetPromiseCommand(payload);
+      return { kind: 'getPromise', key: m.key, completionId: m.resultCompletionId };
+    }
+    case MessageType.PeekPromiseCommand: {
+      const m = decodePeekPromiseCommand(payload);
+      return { kind: 'peekPromise', key: m.key, completionId: m.resultCompletionId };
+    }
+    case MessageType.CompletePromiseCommand: {
+      const m = decodeCompletePromiseCommand(payload);
+      return {
+        kind: 'completePromise',
+        key: m.key,
+        completionId: m.resultCompletionId,
+        result:
+          m.completion.kind === 'value'
+            ? { kind: 'success', value: m.completion.value }
+            : { kind: 'failure', code: m.completion.failure.code, message: m.completion.failure.message },
+      };
+    }
+    case MessageType.AttachInvocationCommand: {
+      const m = decodeAttachInvocationCommand(payload);
+      return { kind: 'attach', target: m.target, completionId: m.resultCompletionId };
+    }
+    case MessageType.GetInvocationOutputCommand: {
+      const m = decodeGetInvocationOutputCommand(payload);
+      return { kind: 'getOutput', target: m.target, completionId: m.resultCompletionId };
+    }
     default:
       throw new ProtocolViolationError(`unknown command type 0x${type.toString(16).padStart(4, '0')}`);
   }

@@ -35,12 +35,15 @@ import {
   resultToWaiters,
   type OutboxRow,
 } from '../storage/pg/tables/outbox.ts';
+import { awaitPromise, completePromise, getPromise, peekPromise } from '../storage/pg/tables/promises.ts';
+import { purgeIfExpired } from '../storage/pg/tables/retention.ts';
 import { clearAllState, clearState, getStateValue, loadState, setState } from '../storage/pg/tables/state.ts';
 import { deleteTimer, deleteTimersOf, insertTimer, listTimers, type TimerRow } from '../storage/pg/tables/timers.ts';
 import { canResume, treeDepth } from './awaiting.ts';
 import * as codec from './codec.ts';
 import { InvocationCtx } from './invocation.ts';
 import { TimerQueue } from './timer-queue.ts';
+import type { InvocationTarget } from '../protocol/messages.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { AcceptRequest, AcceptResult, CompletedInvocation, JournalEntry, Outcome } from './types.ts';
 
@@ -56,6 +59,7 @@ export interface EngineOptions {
   maxProtocolVersion: number;
   defaultIdempotencyRetentionMs: number;
   defaultJournalRetentionMs: number;
+  defaultWorkflowCompletionRetentionMs: number;
 }
 
 export interface EngineDeps {
@@ -137,9 +141,11 @@ export class Engine {
   async accept(req: AcceptRequest): Promise<AcceptResult> {
     const now = new Date();
     const { ctxRow, inputRaw, executionTime } = this.newInvocation(req, now, undefined);
+    if (this.active.has(ctxRow.id)) return { id: ctxRow.id, created: false, executionTime };
     const op = newWriteOp(ctxRow.partitionId);
     let created = true;
-    const { stmts, ctx } = this.admit(ctxRow, inputRaw, op, now, (inserted) => (created = inserted));
+    const deterministic = ctxRow.idempotencyKey !== null && req.idempotencyKeyGenerated !== true;
+    const { stmts, ctx } = this.admit(ctxRow, inputRaw, op, now, deterministic, (inserted) => (created = inserted));
     op.stmts.push(...stmts);
     await this.deps.committer.submit(op);
     if (!created) {
@@ -157,8 +163,9 @@ export class Engine {
     caller: { id: string; target: string } | undefined,
   ): { ctxRow: NewInvocation; inputRaw: Uint8Array; executionTime: Date | undefined } {
     const key = req.key ?? null;
+    const workflowRun = req.service.ty === 'Workflow' && req.handler.ty === 'Workflow';
     let id: string;
-    if (req.service.ty === 'Workflow' && req.handler.ty === 'Workflow') {
+    if (workflowRun) {
       id = InvocationId.forWorkflow(req.service.name, key!);
     } else if (req.idempotencyKey !== undefined) {
       id = InvocationId.forIdempotent(req.service.name, key ?? undefined, req.handler.name, req.idempotencyKey);
@@ -169,11 +176,15 @@ export class Engine {
     const executionTime =
       req.delayMs !== undefined && req.delayMs > 0 ? new Date(now.getTime() + req.delayMs) : undefined;
     const service = this.deps.registry.service(req.service.name);
-    const retention =
-      req.handler.idempotencyRetentionMs ??
-      service?.overrides.idempotencyRetentionMs ??
-      service?.schema.idempotencyRetentionMs ??
-      this.options.defaultIdempotencyRetentionMs;
+    const retention = workflowRun
+      ? (req.handler.workflowCompletionRetentionMs ??
+        service?.overrides.workflowCompletionRetentionMs ??
+        service?.schema.workflowCompletionRetentionMs ??
+        this.options.defaultWorkflowCompletionRetentionMs)
+      : (req.handler.idempotencyRetentionMs ??
+        service?.overrides.idempotencyRetentionMs ??
+        service?.schema.idempotencyRetentionMs ??
+        this.options.defaultIdempotencyRetentionMs);
     const journalRetention =
       req.handler.journalRetentionMs ??
       service?.overrides.journalRetentionMs ??
@@ -217,23 +228,27 @@ export class Engine {
     inputRaw: Uint8Array,
     op: WriteOp,
     now: Date,
+    deterministic: boolean,
     onInserted: (inserted: boolean) => void,
   ): { stmts: Stmt[]; ctx: InvocationCtx } {
     const stmts: Stmt[] = [];
+    // A deterministic id (idempotency or workflow key) may name a completed invocation whose retention ended but which
+    // the cleaner has not removed yet: it is gone for good, so this request starts afresh.
+    if (deterministic) stmts.push(purgeIfExpired(row.id));
+    let inserted = false;
+    const onlyIfInserted = (stmt: Stmt): Stmt => ({ ...stmt, when: () => inserted });
     const exclusive = row.serviceKey !== null && (row.handlerTy === 'Exclusive' || row.handlerTy === 'Workflow');
     const lk = exclusive ? lockKey(row.serviceName, row.serviceKey!) : undefined;
     if (row.status === 'invoked' && lk !== undefined && this.locks.has(lk)) {
       row.status = 'inboxed';
       row.inboxSeq = true;
     }
-    stmts.push(insertInvocation(row, onInserted));
-    op.journal.push({
-      invocationId: row.id,
-      index: 0,
-      entryType: MessageType.InputCommand,
-      raw: inputRaw,
-      appendedAt: now,
-    });
+    stmts.push(
+      insertInvocation(row, inputRaw, (ok) => {
+        inserted = ok;
+        onInserted(ok);
+      }),
+    );
     const ctx = new InvocationCtx({
       ...row,
       inboxSeq: null,
@@ -249,49 +264,82 @@ export class Engine {
       failureCode: null,
       failureMessage: null,
       failureMetadata: null,
+      expiresAt: null,
     });
     ctx.journal = [{ index: 0, type: MessageType.InputCommand, raw: inputRaw }];
     if (row.status === 'scheduled') {
       stmts.push(
-        insertTimer(
-          {
-            partitionId: row.partitionId,
-            fireAt: row.scheduledStartAt!,
-            invocationId: row.id,
-            kind: 'start',
-            completionId: null,
-          },
-          (id) =>
-            (ctx.pendingTimer = {
-              id,
+        onlyIfInserted(
+          insertTimer(
+            {
               partitionId: row.partitionId,
               fireAt: row.scheduledStartAt!,
               invocationId: row.id,
               kind: 'start',
               completionId: null,
-            }),
+            },
+            (id) =>
+              (ctx.pendingTimer = {
+                id,
+                partitionId: row.partitionId,
+                fireAt: row.scheduledStartAt!,
+                invocationId: row.id,
+                kind: 'start',
+                completionId: null,
+              }),
+          ),
         ),
       );
     } else if (row.status === 'inboxed') {
       this.inbox(lk!).push(row.id);
     } else if (lk !== undefined) {
       this.locks.set(lk, row.id);
-      stmts.push(takeLock(row.serviceName, row.serviceKey!, row.id));
+      stmts.push(onlyIfInserted(takeLock(row.serviceName, row.serviceKey!, row.id)));
     }
     this.active.set(row.id, ctx);
     return { stmts, ctx };
   }
 
+  /** The row existed already (a completed duplicate): forget what `admit` put in memory. */
   private undoAdmit(ctx: InvocationCtx): void {
     if (this.active.get(ctx.id) === ctx) this.active.delete(ctx.id);
-    if (ctx.serviceKey !== null) {
-      const lk = lockKey(ctx.serviceName, ctx.serviceKey);
-      const q = this.inboxes.get(lk);
-      if (q !== undefined) {
-        const i = q.indexOf(ctx.id);
-        if (i >= 0) q.splice(i, 1);
+    if (ctx.serviceKey === null) return;
+    const lk = lockKey(ctx.serviceName, ctx.serviceKey);
+    const q = this.inboxes.get(lk);
+    if (q !== undefined) {
+      const i = q.indexOf(ctx.id);
+      if (i >= 0) q.splice(i, 1);
+      if (q.length === 0) this.inboxes.delete(lk);
+    }
+    if (this.locks.get(lk) === ctx.id) {
+      // Others may have queued behind the lock it seemed to take meanwhile.
+      this.locks.delete(lk);
+      const op = newWriteOp();
+      const next = this.handOver(lk, op, new Date());
+      if (next !== undefined) {
+        op.partitions.push(next.partitionId);
+        void this.commit(next, op, () => void this.startAttempt(next));
       }
     }
+  }
+
+  /**
+   * The key's lock is free: the oldest inboxed invocation takes it (statements into `op`). Returns it, to be started
+   * once `op` committed.
+   */
+  private handOver(lk: string, op: WriteOp, now: Date): InvocationCtx | undefined {
+    const queue = this.inboxes.get(lk);
+    const nextId = queue?.shift();
+    if (queue !== undefined && queue.length === 0) this.inboxes.delete(lk);
+    const next = nextId === undefined ? undefined : this.active.get(nextId);
+    if (next === undefined) return undefined;
+    this.locks.set(lk, next.id);
+    next.status = 'invoked';
+    op.stmts.push(
+      takeLock(next.serviceName, next.serviceKey!, next.id),
+      updateInvocation(next.id, { status: 'invoked', inboxSeq: null }, now),
+    );
+    return next;
   }
 
   private afterAdmit(ctx: InvocationCtx, _executionTime: Date | undefined): void {
@@ -315,7 +363,7 @@ export class Engine {
     try {
       if (!this.active.has(id)) {
         const row = await getInvocation(this.deps.pool, id);
-        if (row === undefined) return undefined;
+        if (row === undefined || isExpired(row)) return undefined;
         if (row.status === 'completed') return completedFromRow(row);
       }
       return await done;
@@ -327,7 +375,7 @@ export class Engine {
 
   async getCompleted(id: string): Promise<{ row: InvocationRow; done?: CompletedInvocation } | undefined> {
     const row = await getInvocation(this.deps.pool, id);
-    if (row === undefined) return undefined;
+    if (row === undefined || isExpired(row)) return undefined;
     return row.status === 'completed' ? { row, done: completedFromRow(row) } : { row };
   }
 
@@ -631,7 +679,13 @@ export class Engine {
     const stmts: Stmt[] = [];
     const after: (() => void)[] = [];
     const journalExtra: Partial<
-      JournalEntry & { name: string; invokedId: string; invokedTarget: string; sleepWakeupAt: Date }
+      JournalEntry & {
+        name: string;
+        invokedId: string;
+        invokedTarget: string;
+        sleepWakeupAt: Date;
+        promiseName: string;
+      }
     > = {};
     const op = newWriteOp(ctx.partitionId);
     const reject = (rtCode: ErrorCode, message: string): void => {
@@ -716,14 +770,22 @@ export class Engine {
         const { ctxRow, inputRaw } = this.newInvocation(childReq, now, { id: ctx.id, target: ctx.target });
         if (cmd.kind === 'oneWayCall' && ctxRow.status === 'scheduled')
           ctxRow.scheduledStartAt = new Date(Number(cmd.invokeTime));
-        let childCreated = true;
-        const child = this.admit(ctxRow, inputRaw, op, now, (inserted) => (childCreated = inserted));
-        stmts.push(...child.stmts);
+        // An idempotent call whose callee is running already joins it; one that completed gets its stored result.
+        let childCreated = false;
+        let child: { stmts: Stmt[]; ctx: InvocationCtx } | undefined;
+        if (!this.active.has(ctxRow.id)) {
+          childCreated = true;
+          child = this.admit(ctxRow, inputRaw, op, now, ctxRow.idempotencyKey !== null, (inserted) => {
+            childCreated = inserted;
+          });
+          stmts.push(...child.stmts);
+        }
         journalExtra.invokedId = ctxRow.id;
         journalExtra.invokedTarget = keyedTarget
           ? `${cmd.service}/${cmd.key}/${cmd.handler}`
           : `${cmd.service}/${cmd.handler}`;
         after.push(() => {
+          if (child === undefined) return;
           if (childCreated) this.afterAdmit(child.ctx, undefined);
           else this.undoAdmit(child.ctx);
         });
@@ -745,16 +807,39 @@ export class Engine {
           now,
         );
         if (cmd.kind === 'call') {
-          stmts.push(
-            awaitResult(
-              ctxRow.id,
-              ctx.id,
-              ctx.partitionId,
-              cmd.resultCompletionId,
-              MessageType.CallCompletionNotification,
-              (row) => after.push(() => void this.deliver(row)),
-            ),
+          const onRow = (row: OutboxRow): void => void after.push(() => void this.deliver(row));
+          const wait = awaitResult(
+            ctxRow.id,
+            ctx.id,
+            ctx.partitionId,
+            cmd.resultCompletionId,
+            MessageType.CallCompletionNotification,
+            onRow,
           );
+          if (target.schema.ty === 'Workflow' && handler.ty === 'Workflow') {
+            // A workflow's run executes once per key: calling it again fails, as it does at the ingress.
+            const again = insertOutbox(
+              {
+                partitionId: ctx.partitionId,
+                targetInvocationId: ctx.id,
+                entryType: MessageType.CallCompletionNotification,
+                completionId: cmd.resultCompletionId,
+                signalIdx: null,
+                signalName: null,
+                sourceInvocationId: null,
+                raw: Buffer.from(
+                  codec.notification(
+                    { kind: 'completion', id: cmd.resultCompletionId },
+                    { kind: 'failure', failure: { code: 409, message: 'the workflow method was already invoked' } },
+                  ),
+                ),
+              },
+              onRow,
+            );
+            stmts.push({ ...wait, when: () => childCreated }, { ...again, when: () => !childCreated });
+          } else {
+            stmts.push(wait);
+          }
         }
         op.stmts.push(...stmts);
         void this.commit(ctx, op, () => {
@@ -819,13 +904,105 @@ export class Engine {
         );
         break;
       }
-      case 'promise':
+      case 'getPromise':
+      case 'peekPromise':
+      case 'completePromise': {
+        if (ctx.serviceTy !== 'Workflow' || ctx.serviceKey === null) {
+          reject('RT0017', `${ctx.target} cannot use durable promises: only workflows have them`);
+          return;
+        }
+        journalExtra.promiseName = cmd.key;
+        const ref = { service: ctx.serviceName, key: ctx.serviceKey, name: cmd.key };
+        const onRow = (row: OutboxRow): void => void after.push(() => void this.deliver(row));
+        if (cmd.kind === 'getPromise') {
+          stmts.push(
+            awaitPromise(
+              ref,
+              ctx.id,
+              ctx.partitionId,
+              cmd.completionId,
+              MessageType.GetPromiseCompletionNotification,
+              onRow,
+            ),
+          );
+        } else if (cmd.kind === 'peekPromise') {
+          stmts.push(
+            peekPromise(
+              ref,
+              ctx.id,
+              ctx.partitionId,
+              cmd.completionId,
+              MessageType.PeekPromiseCompletionNotification,
+              onRow,
+            ),
+          );
+        } else {
+          const id = { kind: 'completion' as const, id: cmd.completionId };
+          stmts.push(
+            completePromise(
+              ref,
+              ctx.partitionKey,
+              cmd.result,
+              {
+                id: ctx.id,
+                partition: ctx.partitionId,
+                completionId: cmd.completionId,
+                entryType: MessageType.CompletePromiseCompletionNotification,
+              },
+              codec.notification(id, { kind: 'void' }),
+              codec.notification(id, {
+                kind: 'failure',
+                failure: { code: 409, message: 'promise was already completed' },
+              }),
+              MessageType.GetPromiseCompletionNotification,
+              onRow,
+            ),
+          );
+        }
+        break;
+      }
       case 'attach':
-      case 'getOutput':
-        // Durable promises and attaching to invocations are not implemented yet; failing the attempt keeps the
-        // invocation retryable (and visibly failing with this message) instead of journaling what we cannot act on.
-        reject('RT0012', `the ${cmd.kind} command is not supported by this runtime yet`);
-        return;
+      case 'getOutput': {
+        const targetId = resolveTarget(cmd.target, (name) => {
+          const svc = this.deps.registry.service(name);
+          return svc !== undefined && svc.schema.ty !== 'Service';
+        });
+        if (targetId === undefined) {
+          reject('RT0017', `the ${cmd.kind === 'attach' ? 'attach' : 'get-output'} command names a bad invocation id`);
+          return;
+        }
+        const onRow = (row: OutboxRow): void => void after.push(() => void this.deliver(row));
+        if (cmd.kind === 'attach') {
+          stmts.push(
+            awaitResult(
+              targetId,
+              ctx.id,
+              ctx.partitionId,
+              cmd.completionId,
+              MessageType.AttachInvocationCompletionNotification,
+              onRow,
+            ),
+          );
+        } else {
+          // Answered with the target's state as of delivery: its result, or void while it runs.
+          stmts.push(
+            insertOutbox(
+              {
+                partitionId: ctx.partitionId,
+                targetInvocationId: ctx.id,
+                entryType: MessageType.GetInvocationOutputCompletionNotification,
+                completionId: cmd.completionId,
+                signalIdx: null,
+                signalName: null,
+                sourceInvocationId: targetId,
+                raw: null,
+              },
+              onRow,
+            ),
+          );
+        }
+        break;
+      }
     }
     const entry = this.appendEntry(ctx, op, { type: frame.type, raw: frame.payload }, now, journalExtra);
     ctx.fromSdk.add(entry.index);
@@ -1049,6 +1226,7 @@ export class Engine {
           ...failed,
           status: 'completed',
           completedAt: now,
+          ...retentionColumns(ctx, now),
           journalLength: ctx.journal?.length ?? 0,
           nextRetryAt: null,
           awaiting: null,
@@ -1073,18 +1251,7 @@ export class Engine {
       if (this.locks.get(lk) === ctx.id) {
         op.stmts.push(releaseLock(ctx.serviceName, ctx.serviceKey!, ctx.id));
         this.locks.delete(lk);
-        const queue = this.inboxes.get(lk);
-        const nextId = queue?.shift();
-        if (queue !== undefined && queue.length === 0) this.inboxes.delete(lk);
-        next = nextId === undefined ? undefined : this.active.get(nextId);
-        if (next !== undefined) {
-          this.locks.set(lk, next.id);
-          next.status = 'invoked';
-          op.stmts.push(
-            takeLock(next.serviceName, next.serviceKey!, next.id),
-            updateInvocation(next.id, { status: 'invoked', inboxSeq: null }, now),
-          );
-        }
+        next = this.handOver(lk, op, now);
       }
     }
     const done: CompletedInvocation = {
@@ -1160,25 +1327,9 @@ export class Engine {
       let raw = row.raw ?? undefined;
       let success = true;
       if (raw === undefined) {
-        const source =
-          row.sourceInvocationId === null ? undefined : await getInvocation(this.deps.pool, row.sourceInvocationId);
-        const result = source === undefined ? undefined : completedFromRow(source);
-        const outcome: Outcome = result?.outcome ?? {
-          kind: 'failure',
-          failure: {
-            code: 404,
-            message: `invocation ${row.sourceInvocationId ?? ''} was purged before its result was delivered`,
-          },
-        };
-        success = outcome.kind === 'success';
-        raw = Buffer.from(
-          codec.notification(
-            { kind: 'completion', id: row.completionId! },
-            outcome.kind === 'success'
-              ? { kind: 'value', value: outcome.value }
-              : { kind: 'failure', failure: outcome.failure },
-          ),
-        );
+        const result = await this.renderSource(row);
+        success = result.kind !== 'failure';
+        raw = Buffer.from(codec.notification({ kind: 'completion', id: row.completionId! }, result));
       } else {
         success = codec.notificationSucceeded(row.entryType, raw);
       }
@@ -1208,6 +1359,33 @@ export class Engine {
     } catch (err) {
       this.log.warn({ err, seq: row.seq }, 'outbox delivery failed; it is retried on the next start');
     }
+  }
+
+  /**
+   * The payload of an outbox row that names its source: a promise's state (void while not completed), or an
+   * invocation's result (void while it runs — only get-output asks before completion; 404 when it does not exist).
+   */
+  private async renderSource(row: OutboxRow): Promise<codec.EngineResult> {
+    if (row.sourcePromise !== undefined) {
+      const p = await getPromise(this.deps.pool, row.sourcePromise);
+      if (p === undefined) return { kind: 'void' };
+      return p.resultKind === 'success'
+        ? { kind: 'value', value: p.value ?? Buffer.alloc(0) }
+        : { kind: 'failure', failure: { code: p.failureCode ?? 500, message: p.failureMessage ?? '' } };
+    }
+    const source =
+      row.sourceInvocationId === null ? undefined : await getInvocation(this.deps.pool, row.sourceInvocationId);
+    if (source === undefined || isExpired(source)) {
+      return {
+        kind: 'failure',
+        failure: { code: 404, message: `invocation ${row.sourceInvocationId ?? ''} not found` },
+      };
+    }
+    if (source.status !== 'completed') return { kind: 'void' };
+    const outcome = completedFromRow(source).outcome;
+    return outcome.kind === 'success'
+      ? { kind: 'value', value: outcome.value }
+      : { kind: 'failure', failure: outcome.failure };
   }
 
   private async fireTimer(t: TimerRow): Promise<void> {
@@ -1278,7 +1456,13 @@ export class Engine {
     op: WriteOp,
     entry: Omit<JournalEntry, 'index'>,
     now: Date,
-    extra: { name?: string; invokedId?: string; invokedTarget?: string; sleepWakeupAt?: Date } = {},
+    extra: {
+      name?: string;
+      invokedId?: string;
+      invokedTarget?: string;
+      sleepWakeupAt?: Date;
+      promiseName?: string;
+    } = {},
   ): JournalEntry {
     const e = ctx.append(entry);
     op.journal.push({
@@ -1294,6 +1478,7 @@ export class Engine {
       invokedId: extra.invokedId,
       invokedTarget: extra.invokedTarget,
       sleepWakeupAt: extra.sleepWakeupAt,
+      promiseName: extra.promiseName,
     });
     return e;
   }
@@ -1403,6 +1588,19 @@ interface EngineFailure {
   related?: { index?: number | undefined; name?: string | undefined; type?: number | undefined } | undefined;
 }
 
+/**
+ * When the completed invocation's result and journal go away: the result after its completion retention (idempotency
+ * or workflow), the journal after its journal retention, never later than the result (restate caps it the same way).
+ */
+function retentionColumns(ctx: InvocationCtx, now: Date): InvocationUpdate {
+  const keep = Math.max(0, ctx.completionRetentionMs ?? 0);
+  const keepJournal = Math.min(keep, Math.max(0, ctx.journalRetentionMs ?? 0));
+  return {
+    expiresAt: new Date(now.getTime() + keep),
+    journalExpiresAt: new Date(now.getTime() + keepJournal),
+  };
+}
+
 function failureColumns(ctx: InvocationCtx, f: EngineFailure): InvocationUpdate {
   return {
     retryCount: ctx.retryCount,
@@ -1422,11 +1620,33 @@ function outputFromJournal(journal: JournalEntry[] | undefined): Outcome | undef
   return cmd.kind === 'output' ? cmd.outcome : undefined;
 }
 
+/** The invocation an attach / get-output command names. */
+function resolveTarget(t: InvocationTarget, keyed: (service: string) => boolean): InvocationId | undefined {
+  switch (t.kind) {
+    case 'invocationId':
+      return InvocationId.tryParse(t.invocationId);
+    case 'idempotentRequest':
+      return InvocationId.forIdempotent(
+        t.serviceName,
+        keyed(t.serviceName) ? (t.serviceKey ?? '') : undefined,
+        t.handlerName,
+        t.idempotencyKey,
+      );
+    case 'workflow':
+      return InvocationId.forWorkflow(t.workflowName, t.workflowKey);
+  }
+}
+
 /** Signal index 1 is cancellation; 2–16 are reserved; awakeables start at 17. */
 const CANCEL_SIGNAL = 1;
 
 function lockKey(service: string, key: string): string {
   return `${service}\u0000${key}`;
+}
+
+/** A completed invocation whose retention ended is gone, even before the cleaner removed its row. */
+function isExpired(row: InvocationRow): boolean {
+  return row.expiresAt !== null && row.expiresAt.getTime() <= Date.now();
 }
 
 function completedFromRow(row: InvocationRow): CompletedInvocation {

@@ -37,6 +37,7 @@ export class InvocationCtx implements NotificationIndex {
   awaiting: AwaitingTree | undefined;
   inboxSeq: bigint | undefined;
   completionRetentionMs: number | null;
+  journalRetentionMs: number | null;
 
   journal: JournalEntry[] | undefined;
   private journalLoading: Promise<void> | undefined;
@@ -80,6 +81,7 @@ export class InvocationCtx implements NotificationIndex {
     this.awaiting = (row.awaiting ?? undefined) as AwaitingTree | undefined;
     this.inboxSeq = row.inboxSeq ?? undefined;
     this.completionRetentionMs = row.completionRetentionMs;
+    this.journalRetentionMs = row.journalRetentionMs;
   }
 
   get target(): string {

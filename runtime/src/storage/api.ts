@@ -8,6 +8,11 @@ export interface Stmt {
   text: string;
   values: unknown[];
   onResult?: (rows: Record<string, unknown>[]) => void;
+  /**
+   * Evaluated when the statement's turn comes in its transaction: false skips it. Lets a statement depend on the
+   * result of an earlier one in the same write (e.g. take a key's lock only if the invocation was really inserted).
+   */
+  when?: () => boolean;
 }
 
 export interface JournalRow {

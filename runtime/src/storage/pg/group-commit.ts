@@ -156,6 +156,7 @@ export class GroupCommitter {
 }
 
 async function runStmt(client: pg.ClientBase, stmt: Stmt): Promise<void> {
+  if (stmt.when !== undefined && !stmt.when()) return;
   const res = await client.query(
     stmt.name === undefined
       ? { text: stmt.text, values: stmt.values }

@@ -1,6 +1,9 @@
 import type pg from 'pg';
 import type { Stmt } from '../../api.ts';
+import { MessageType } from '../../../protocol/message-types.ts';
 import { i64ToU64, u64ToI64 } from '../pool.ts';
+
+const INPUT_COMMAND = MessageType.InputCommand;
 
 export type InvocationStatus = 'scheduled' | 'inboxed' | 'invoked' | 'suspended' | 'paused' | 'completed';
 
@@ -38,13 +41,15 @@ export interface InvocationRow {
   failureCode: number | null;
   failureMessage: string | null;
   failureMetadata: Record<string, string> | null;
+  /** When the retained result is purged (completed invocations only). */
+  expiresAt: Date | null;
 }
 
 const COLUMNS = `id, partition_key::text, partition_id, service_name, service_key, handler_name, service_ty, handler_ty, status,
   deployment_id, protocol_version, idempotency_key, invoked_by, invoked_by_id, invoked_by_target, random_seed::text,
   journal_length, retry_count, retry_count_since_append, last_append_at, awaiting, inbox_seq::text, created_at, scheduled_start_at,
   completed_at, completion_retention_ms::text, journal_retention_ms::text, result_kind, output, failure_code,
-  failure_message, failure_metadata`;
+  failure_message, failure_metadata, expires_at`;
 
 function toRow(r: Record<string, unknown>): InvocationRow {
   return {
@@ -80,6 +85,7 @@ function toRow(r: Record<string, unknown>): InvocationRow {
     failureCode: r.failure_code as number | null,
     failureMessage: r.failure_message as string | null,
     failureMetadata: r.failure_metadata as Record<string, string> | null,
+    expiresAt: r.expires_at as Date | null,
   };
 }
 
@@ -125,17 +131,27 @@ export interface NewInvocation {
   journalRetentionMs: number | null;
 }
 
-/** Inserts a new invocation; `onInserted(false)` means one with that id already existed (idempotent duplicate). */
-export function insertInvocation(inv: NewInvocation, onInserted?: (inserted: boolean) => void): Stmt {
+/**
+ * Inserts a new invocation together with its Input entry (journal index 0); `onInserted(false)` means one with that
+ * id already existed (idempotent duplicate, workflow key), in which case nothing is written.
+ */
+export function insertInvocation(
+  inv: NewInvocation,
+  inputRaw: Uint8Array,
+  onInserted?: (inserted: boolean) => void,
+): Stmt {
   return {
     name: 'invocation_insert',
-    text: `INSERT INTO ratchet.invocation (id, partition_key, partition_id, service_name, service_key, handler_name,
-             service_ty, handler_ty, status, idempotency_key, invoked_by, invoked_by_id, invoked_by_target, random_seed,
-             journal_length, inbox_seq, created_at, modified_at, scheduled_start_at, completion_retention_ms,
-             journal_retention_ms, last_append_at)
-           VALUES ($1, $2::bigint, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::bigint, $15,
-             CASE WHEN $16::boolean THEN nextval('ratchet.inbox_seq') END, $17, $17, $18, $19, $20, $17)
-           ON CONFLICT (id) DO NOTHING RETURNING 1 AS inserted`,
+    text: `WITH ins AS (
+             INSERT INTO ratchet.invocation (id, partition_key, partition_id, service_name, service_key, handler_name,
+               service_ty, handler_ty, status, idempotency_key, invoked_by, invoked_by_id, invoked_by_target, random_seed,
+               journal_length, inbox_seq, created_at, modified_at, scheduled_start_at, completion_retention_ms,
+               journal_retention_ms, last_append_at)
+             VALUES ($1, $2::bigint, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::bigint, $15,
+               CASE WHEN $16::boolean THEN nextval('ratchet.inbox_seq') END, $17, $17, $18, $19, $20, $17)
+             ON CONFLICT (id) DO NOTHING RETURNING id)
+           INSERT INTO ratchet.journal (invocation_id, index, entry_type, raw, appended_at)
+           SELECT id, 0, ${INPUT_COMMAND}, $21, $17 FROM ins RETURNING 1 AS inserted`,
     values: [
       inv.id,
       u64ToI64(inv.partitionKey),
@@ -157,6 +173,7 @@ export function insertInvocation(inv: NewInvocation, onInserted?: (inserted: boo
       inv.scheduledStartAt,
       inv.completionRetentionMs,
       inv.journalRetentionMs,
+      inputRaw,
     ],
     ...(onInserted === undefined ? {} : { onResult: (rows) => onInserted(rows.length > 0) }),
   };
@@ -188,6 +205,8 @@ export interface InvocationUpdate {
   failureCode?: number | null;
   failureMessage?: string | null;
   failureMetadata?: Record<string, string> | null;
+  expiresAt?: Date | null;
+  journalExpiresAt?: Date | null;
 }
 
 const UPDATE_COLUMNS: Record<keyof InvocationUpdate, string> = {
@@ -215,6 +234,8 @@ const UPDATE_COLUMNS: Record<keyof InvocationUpdate, string> = {
   failureCode: 'failure_code',
   failureMessage: 'failure_message',
   failureMetadata: 'failure_metadata',
+  expiresAt: 'expires_at',
+  journalExpiresAt: 'journal_expires_at',
 };
 
 /** PostgreSQL truncates statement names at 63 bytes, so each column set gets a short numbered name. */

@@ -14,13 +14,15 @@ export interface OutboxRow {
   signalIdx: number | null;
   signalName: string | null;
   sourceInvocationId: string | null;
+  /** The promise whose state becomes the payload (GetPromise / PeekPromise answers). */
+  sourcePromise?: { service: string; key: string; name: string } | undefined;
   raw: Buffer | null;
 }
 
-const OUTBOX_COLUMNS = `seq::text, partition_id, target_invocation_id, entry_type, completion_id, signal_idx, signal_name,
-  source_invocation_id, raw`;
+export const OUTBOX_COLUMNS = `seq::text, partition_id, target_invocation_id, entry_type, completion_id, signal_idx,
+  signal_name, source_invocation_id, source_promise_service, source_promise_key, source_promise_name, raw`;
 
-function toRow(r: Record<string, unknown>): OutboxRow {
+export function toOutboxRow(r: Record<string, unknown>): OutboxRow {
   return {
     seq: r.seq as string,
     partitionId: r.partition_id as number,
@@ -30,6 +32,14 @@ function toRow(r: Record<string, unknown>): OutboxRow {
     signalIdx: r.signal_idx as number | null,
     signalName: r.signal_name as string | null,
     sourceInvocationId: r.source_invocation_id as string | null,
+    sourcePromise:
+      r.source_promise_service === null || r.source_promise_service === undefined
+        ? undefined
+        : {
+            service: r.source_promise_service as string,
+            key: r.source_promise_key as string,
+            name: r.source_promise_name as string,
+          },
     raw: r.raw as Buffer | null,
   };
 }
@@ -49,7 +59,7 @@ export function insertOutbox(row: Omit<OutboxRow, 'seq'>, onRow: (row: OutboxRow
       row.sourceInvocationId,
       row.raw,
     ],
-    onResult: (rows) => rows.forEach((r) => onRow(toRow(r))),
+    onResult: (rows) => rows.forEach((r) => onRow(toOutboxRow(r))),
   };
 }
 
@@ -62,7 +72,7 @@ export async function listOutbox(db: pg.Pool, partitions: number[]): Promise<Out
     `SELECT ${OUTBOX_COLUMNS} FROM ratchet.outbox WHERE partition_id = ANY($1::int[]) ORDER BY seq`,
     [partitions],
   );
-  return (res.rows as Record<string, unknown>[]).map(toRow);
+  return (res.rows as Record<string, unknown>[]).map(toOutboxRow);
 }
 
 /**
@@ -87,7 +97,7 @@ export function awaitResult(
            SELECT $4, $2, $5, $3, $1 WHERE NOT EXISTS (SELECT 1 FROM t WHERE t.status <> 'completed')
            RETURNING ${OUTBOX_COLUMNS}`,
     values: [invocationId, callerId, callerCompletionId, callerPartition, entryType],
-    onResult: (rows) => rows.forEach((r) => onRow(toRow(r))),
+    onResult: (rows) => rows.forEach((r) => onRow(toOutboxRow(r))),
   };
 }
 
@@ -102,6 +112,6 @@ export function resultToWaiters(invocationId: string, onRow: (row: OutboxRow) =>
            FROM w JOIN ratchet.invocation i ON i.id = w.caller_id
            RETURNING ${OUTBOX_COLUMNS}`,
     values: [invocationId],
-    onResult: (rows) => rows.forEach((r) => onRow(toRow(r))),
+    onResult: (rows) => rows.forEach((r) => onRow(toOutboxRow(r))),
   };
 }
