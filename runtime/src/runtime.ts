@@ -143,6 +143,7 @@ export async function startRuntime(config: Config, databaseUrl: string, logger: 
       ingressEndpoint: `http://${ingressAddress}/`,
       clusterName: config.clusterName,
       logger,
+      engine,
     });
     const probes = buildProbesApp(metrics.registry);
     const ingressBound = await listen(ingress, config.ingress.bind, 'ingress', cleanups);

@@ -1,5 +1,6 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import type { Engine } from '../engine/engine.ts';
 import { RatchetError } from '../errors/errors.ts';
 import type { RegisterDeployment } from '../schema/register.ts';
 import type { SchemaRegistry } from '../schema/registry.ts';
@@ -8,6 +9,7 @@ import { sendJson } from './reply.ts';
 import type { AdminApiVersion } from './request.ts';
 import type { AdminRouteContext, AdminRoutes } from './routes/context.ts';
 import { deploymentRoutes } from './routes/deployments.ts';
+import { invocationRoutes } from './routes/invocations.ts';
 import { metaRoutes } from './routes/meta.ts';
 import { serviceRoutes } from './routes/services.ts';
 
@@ -26,11 +28,13 @@ export interface AdminDeps {
   ingressEndpoint: string;
   clusterName: string;
   logger: Logger;
+  /** Invocation management; without it the `/invocations` routes are not served (schema-only admin tests). */
+  engine?: Engine;
   /** Largest request body accepted; default 10 MiB. */
   bodyLimit?: number;
 }
 
-const ROUTES: readonly AdminRoutes[] = [metaRoutes, deploymentRoutes, serviceRoutes];
+const STATIC_ROUTES: readonly AdminRoutes[] = [metaRoutes, deploymentRoutes, serviceRoutes];
 const VERSION_PREFIXES: readonly { prefix: string; version: AdminApiVersion }[] = [
   { prefix: '', version: undefined },
   { prefix: '/v2', version: 2 },
@@ -109,7 +113,8 @@ export function buildAdminApp(deps: AdminDeps): FastifyInstance {
     };
     void app.register(
       (scope, _options, done) => {
-        for (const routes of ROUTES) routes(scope, ctx);
+        for (const routes of STATIC_ROUTES) routes(scope, ctx);
+        if (deps.engine !== undefined) invocationRoutes(deps.engine)(scope, ctx);
         done();
       },
       { prefix },
