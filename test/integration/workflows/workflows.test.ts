@@ -27,7 +27,7 @@ const signup = restate.workflow({
       return 'approved';
     },
     refuse: async (ctx: restate.WorkflowSharedContext, reason: string) => {
-      await ctx.promise<string>('approval').reject(reason);
+      await ctx.promise<string>('approval').reject(new restate.TerminalError(reason));
       return 'refused';
     },
     status: async (ctx: restate.WorkflowSharedContext) => (await ctx.get<string>('status')) ?? 'none',
