@@ -146,6 +146,7 @@ export class Engine {
     let created = true;
     const deterministic = ctxRow.idempotencyKey !== null && req.idempotencyKeyGenerated !== true;
     const { stmts, ctx } = this.admit(ctxRow, inputRaw, op, now, deterministic, (inserted) => (created = inserted));
+    const runnable = ctxRow.status === 'invoked';
     op.stmts.push(...stmts);
     await this.deps.committer.submit(op);
     if (!created) {
@@ -153,7 +154,7 @@ export class Engine {
       return { id: ctxRow.id, created: false, executionTime };
     }
     this.deps.metrics.invocationsAccepted.inc({ invoked_by: req.invokedBy });
-    this.afterAdmit(ctx, executionTime);
+    this.afterAdmit(ctx, runnable);
     return { id: ctxRow.id, created: true, executionTime };
   }
 
@@ -342,12 +343,17 @@ export class Engine {
     return next;
   }
 
-  private afterAdmit(ctx: InvocationCtx, _executionTime: Date | undefined): void {
+  /**
+   * Once the admitting write committed: arm its start timer, or start it if it was admitted runnable. One admitted
+   * into a key's inbox is never started here, even if it took the key's lock meanwhile: the holder's completion
+   * (and its state writes) may not be durable yet, and that completion starts it once it is.
+   */
+  private afterAdmit(ctx: InvocationCtx, admittedRunnable: boolean): void {
     if (ctx.pendingTimer !== undefined) {
       this.timers.schedule(ctx.pendingTimer, ctx.pendingTimer.fireAt.getTime());
       ctx.pendingTimer = undefined;
     }
-    if (ctx.status === 'invoked') void this.startAttempt(ctx);
+    if (admittedRunnable && ctx.status === 'invoked') void this.startAttempt(ctx);
   }
 
   // ---------------------------------------------------------------------------------------------------------------
@@ -773,11 +779,13 @@ export class Engine {
         // An idempotent call whose callee is running already joins it; one that completed gets its stored result.
         let childCreated = false;
         let child: { stmts: Stmt[]; ctx: InvocationCtx } | undefined;
+        let childRunnable = false;
         if (!this.active.has(ctxRow.id)) {
           childCreated = true;
           child = this.admit(ctxRow, inputRaw, op, now, ctxRow.idempotencyKey !== null, (inserted) => {
             childCreated = inserted;
           });
+          childRunnable = ctxRow.status === 'invoked';
           stmts.push(...child.stmts);
         }
         journalExtra.invokedId = ctxRow.id;
@@ -786,7 +794,7 @@ export class Engine {
           : `${cmd.service}/${cmd.handler}`;
         after.push(() => {
           if (child === undefined) return;
-          if (childCreated) this.afterAdmit(child.ctx, undefined);
+          if (childCreated) this.afterAdmit(child.ctx, childRunnable);
           else this.undoAdmit(child.ctx);
         });
         // The entry itself goes first; the invocation-id notification follows it in the same transaction.
@@ -863,13 +871,8 @@ export class Engine {
             reject('RT0017', `bad awakeable id '${cmd.awakeableId}': ${(err as Error).message}`);
             return;
           }
-          if (parsed.kind === 'legacy') {
-            reject(
-              'RT0017',
-              `awakeable id '${cmd.awakeableId}' uses the legacy prom_1 form, which service protocol V5+ cannot complete`,
-            );
-            return;
-          }
+          // A legacy prom_1 id carries a journal entry index where sign_1 carries a signal index; protocol V5+
+          // journals have no entry-indexed awakeables, so both are delivered as the signal with that index.
           targetId = parsed.invocationId;
           idx = parsed.index;
         } else {

@@ -27,7 +27,10 @@ const signup = restate.workflow({
       return 'approved';
     },
     refuse: async (ctx: restate.WorkflowSharedContext, reason: string) => {
-      await ctx.promise<string>('approval').reject(new restate.TerminalError(reason));
+      // DurablePromise.reject takes a reason string, not a promise rejection (SDK 1.17.2 in request/response mode
+      // fails with a wasm aliasing error when given a TerminalError here).
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
+      await ctx.promise<string>('approval').reject(reason);
       return 'refused';
     },
     status: async (ctx: restate.WorkflowSharedContext) => (await ctx.get<string>('status')) ?? 'none',
@@ -78,6 +81,23 @@ const parent = restate.service({
 
 const GET_PROMISE = MessageType.GetPromiseCommand;
 const ATTACH_INVOCATION = MessageType.AttachInvocationCommand;
+
+const signals = restate.service({
+  name: 'Signals',
+  handlers: {
+    waitFor: async (ctx: restate.Context, name: string) => `got ${await ctx.signal<string>(name)}`,
+    signal: async (ctx: restate.Context, req: { target: string; name: string; value?: string; reason?: string }) => {
+      const ref = ctx.invocation(req.target as restate.InvocationId).signal<string>(req.name);
+      if (req.reason !== undefined) ref.reject(req.reason);
+      else ref.resolve(req.value ?? '');
+      return 'sent';
+    },
+    resolveAwakeable: async (ctx: restate.Context, req: { id: string; value: string }) => {
+      ctx.resolveAwakeable(req.id, req.value);
+      return 'resolved';
+    },
+  },
+});
 
 async function query<T>(dbUrl: string, text: string, values: unknown[] = []): Promise<T[]> {
   const client = new pg.Client({ connectionString: dbUrl });
@@ -145,7 +165,7 @@ describe.each(['h2', 'h1'] as const)('workflows, promises, attach and cancellati
       RATCHET_RETRY_INITIAL_INTERVAL: '50ms',
       RATCHET_RETRY_MAX_INTERVAL: '200ms',
     });
-    endpoint = await startEndpoint({ services: [signup, holder, parent], transport });
+    endpoint = await startEndpoint({ services: [signup, holder, parent, signals], transport });
     const reg = await registerDeployment(runtime.adminUrl, endpoint.url, { use_http_11: transport === 'h1' });
     expect(reg.status).toBe(201);
   });
@@ -244,7 +264,7 @@ describe.each(['h2', 'h1'] as const)('workflows, promises, attach and cancellati
     const childRows = await until('the child', async () => {
       const rows = await query<{ id: string }>(
         db.url,
-        `SELECT id FROM ratchet.invocation WHERE service_name = 'Holder' AND service_key = $1`,
+        `SELECT id FROM ratchet.invocation WHERE service_name = 'Holder' AND service_key = $1 AND handler_name = 'hold'`,
         [k],
       );
       return rows.length > 0 ? rows : undefined;
@@ -285,6 +305,41 @@ describe.each(['h2', 'h1'] as const)('workflows, promises, attach and cancellati
     expect(awakeableInvocation(next)).toBe(last);
     await runtime.handle.engine.cancel(InvocationId.parse(last));
     expect(await output(last)).toEqual({ ok: false, code: 409, message: 'Cancelled' });
+  });
+
+  it('delivers named signals from other handlers, resolved or rejected', async () => {
+    const waiting = await send(runtime, '/Signals/waitFor', 'go');
+    const refused = await send(runtime, '/Signals/waitFor', 'stop');
+    await until('both to wait', async () =>
+      (await journaled(db.url, waiting, MessageType.OutputCommand)) === undefined &&
+      (await query(db.url, 'SELECT 1 FROM ratchet.invocation WHERE id = ANY($1) AND running_at IS NOT NULL', [
+        [waiting, refused],
+      ]).then((r) => r.length === 2))
+        ? true
+        : undefined,
+    );
+    expect(
+      (await call(runtime.ingressUrl, '/Signals/signal', { target: waiting, name: 'go', value: 'green' })).json,
+    ).toBe('sent');
+    expect(await output(waiting)).toEqual({ ok: true, value: 'got green' });
+    await call(runtime.ingressUrl, '/Signals/signal', { target: refused, name: 'stop', reason: 'red light' });
+    expect(await output(refused)).toMatchObject({ ok: false, code: 500, message: 'red light' });
+    const rows = await query<{ signal_name: string }>(
+      db.url,
+      'SELECT signal_name FROM ratchet.journal WHERE invocation_id = $1 AND entry_type = $2',
+      [waiting, MessageType.SignalNotification],
+    );
+    expect(rows).toEqual([{ signal_name: 'go' }]);
+  });
+
+  it('resolves an awakeable from another handler', async () => {
+    const k = key('awk');
+    const holding = await send(runtime, `/Holder/${k}/hold`);
+    const awakeable = await awakeableOf(k);
+    expect(
+      (await call(runtime.ingressUrl, '/Signals/resolveAwakeable', { id: awakeable, value: 'from a handler' })).json,
+    ).toBe('resolved');
+    expect(await output(holding)).toEqual({ ok: true, value: 'from a handler' });
   });
 
   it('answers cancel of unknown and malformed ids like restate', async () => {
