@@ -42,7 +42,8 @@ function describeAnswer(n: NotificationMessage): string {
       return `value ${Buffer.from(n.result.value).toString()}`;
     case 'failure':
       return `failure ${n.result.failure.code} ${n.result.failure.message}`;
-    default:
+    case 'invocationId':
+    case 'stateKeys':
       return n.result.kind;
   }
 }
