@@ -1,5 +1,6 @@
 import { ProtocolViolationError } from '../protocol/errors.ts';
 import { encodeFrame } from '../protocol/framing.ts';
+import { isCommand } from '../protocol/message-types.ts';
 import {
   CombinatorType,
   ErrorBehavior,
@@ -7,6 +8,7 @@ import {
   decodeAwaitingOn,
   decodeCallCommand,
   decodeClearStateCommand,
+  decodeMessage,
   decodeAttachInvocationCommand,
   decodeCompleteAwakeableCommand,
   decodeCompletePromiseCommand,
@@ -85,6 +87,10 @@ export function runAckFrame(completionId: number): Buffer {
 
 export function notificationSucceeded(_type: number, raw: Uint8Array): boolean {
   return decodeNotification(raw).result.kind !== 'failure';
+}
+
+export function notificationResult(raw: Uint8Array): NotificationResult {
+  return decodeNotification(raw).result;
 }
 
 export type Command =
@@ -249,6 +255,21 @@ export function command(type: number, payload: Uint8Array): Command {
     default:
       throw new ProtocolViolationError(`unknown command type 0x${type.toString(16).padStart(4, '0')}`);
   }
+}
+
+/**
+ * The completion ids a journaled command waits for (a Call has two: its invocation id and its result). Used to
+ * check that a journal prefix is complete before it is copied into a restarted invocation.
+ */
+export function completionIdsOf(type: number, payload: Uint8Array): number[] {
+  if (!isCommand(type)) return [];
+  const m = decodeMessage(type, payload).message as Record<string, unknown>;
+  const ids: number[] = [];
+  for (const field of ['resultCompletionId', 'invocationIdNotificationIdx']) {
+    const v = m[field];
+    if (typeof v === 'number' && v > 0) ids.push(v);
+  }
+  return ids;
 }
 
 export function proposeRunCompletion(payload: Uint8Array): {

@@ -36,16 +36,38 @@ import {
   type OutboxRow,
 } from '../storage/pg/tables/outbox.ts';
 import { awaitPromise, completePromise, getPromise, peekPromise } from '../storage/pg/tables/promises.ts';
-import { purgeIfExpired } from '../storage/pg/tables/retention.ts';
+import { deleteJournal, purgeIfExpired, purgeInvocation } from '../storage/pg/tables/retention.ts';
 import { clearAllState, clearState, getStateValue, loadState, setState } from '../storage/pg/tables/state.ts';
 import { deleteTimer, deleteTimersOf, insertTimer, listTimers, type TimerRow } from '../storage/pg/tables/timers.ts';
 import { canResume, treeDepth } from './awaiting.ts';
+import {
+  BadManagementRequestError,
+  DeploymentCannotChangeError,
+  IncompatibleDeploymentError,
+  InputUnavailableError,
+  InvocationAlreadyCompletedError,
+  InvocationCompletedCannotResumeError,
+  InvocationNotCompletedError,
+  InvocationNotFoundError,
+  InvocationNotRunningError,
+  InvocationNotStartedError,
+  InvocationStillRunningError,
+  PartitionUnavailableError,
+  RestartUnsupportedError,
+} from './management-errors.ts';
 import * as codec from './codec.ts';
 import { InvocationCtx } from './invocation.ts';
 import { TimerQueue } from './timer-queue.ts';
 import type { InvocationTarget } from '../protocol/messages.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
-import type { AcceptRequest, AcceptResult, CompletedInvocation, JournalEntry, Outcome } from './types.ts';
+import type {
+  AcceptRequest,
+  AcceptResult,
+  CompletedInvocation,
+  DeploymentChoice,
+  JournalEntry,
+  Outcome,
+} from './types.ts';
 
 export interface EngineOptions {
   node: string;
@@ -253,8 +275,8 @@ export class Engine {
     const ctx = new InvocationCtx({
       ...row,
       inboxSeq: null,
-      deploymentId: null,
-      protocolVersion: null,
+      deploymentId: row.deploymentId ?? null,
+      protocolVersion: row.protocolVersion ?? null,
       retryCount: 0,
       retryCountSinceAppend: 0,
       lastAppendAt: now,
@@ -429,10 +451,256 @@ export class Engine {
    */
   async cancel(id: InvocationId): Promise<'accepted' | 'not_found' | 'completed'> {
     const row = await getInvocation(this.deps.pool, id);
-    if (row === undefined) return 'not_found';
+    if (row === undefined || isExpired(row)) return 'not_found';
     if (row.status === 'completed') return 'completed';
     await this.signal(id, { idx: CANCEL_SIGNAL }, { kind: 'void' });
     return 'accepted';
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+  // management (admin API): kill, pause, resume, purge, purge-journal, restart-as-new
+
+  /** Terminates an invocation without running anything more: it fails with 409 "killed", and so do its callees. */
+  async kill(id: InvocationId): Promise<void> {
+    const ctx = await this.managed(id);
+    if (ctx.status === 'completed') throw new InvocationAlreadyCompletedError(id);
+    await ctx.ensureJournal(() => this.loadEntries(ctx.id));
+    const children = pendingCallees(ctx.journal ?? []);
+    this.leaveInbox(ctx);
+    if (!(await this.complete(ctx, { kind: 'failure', failure: { code: 409, message: 'killed' } }))) {
+      throw new PartitionUnavailableError(id);
+    }
+    for (const child of children) {
+      const childId = InvocationId.tryParse(child);
+      if (childId !== undefined) this.kill(childId).catch(() => undefined);
+    }
+  }
+
+  /** Stops a running or suspended invocation until it is resumed. */
+  async pause(id: InvocationId): Promise<'paused' | 'already_paused'> {
+    const ctx = await this.managed(id);
+    if (ctx.status === 'paused') return 'already_paused';
+    if (ctx.status !== 'invoked' && ctx.status !== 'suspended') throw new InvocationNotRunningError(id);
+    ctx.status = 'paused';
+    ctx.awaiting = undefined;
+    const attempt = ctx.attempt;
+    ctx.attempt = undefined;
+    attempt?.abort();
+    this.write(ctx, [updateInvocation(ctx.id, { status: 'paused', awaiting: null, nextRetryAt: null }, new Date())]);
+    await this.settled(ctx);
+    return 'paused';
+  }
+
+  /**
+   * Resumes a paused or suspended invocation (one backing off retries at once; a running one is left alone).
+   * `deployment` replaces the pinned deployment; only for paused or suspended invocations that have one.
+   */
+  async resume(id: InvocationId, deployment: DeploymentChoice | undefined): Promise<void> {
+    const ctx = await this.managed(id);
+    if (ctx.status === 'completed') throw new InvocationCompletedCannotResumeError(id);
+    if (ctx.status === 'scheduled' || ctx.status === 'inboxed') throw new InvocationNotStartedError(id, 'resumed');
+    const stmts: Stmt[] = [];
+    if (deployment !== undefined && deployment.kind !== 'keep') {
+      if ((ctx.status !== 'paused' && ctx.status !== 'suspended') || ctx.deploymentId === null) {
+        throw new DeploymentCannotChangeError(id);
+      }
+      const chosen = this.chooseDeployment(ctx.serviceName, deployment, ctx.protocolVersion!);
+      ctx.deploymentId = chosen;
+      stmts.push(updateInvocation(ctx.id, { deploymentId: chosen }, new Date()));
+    }
+    const now = new Date();
+    if (ctx.status === 'paused' || ctx.status === 'suspended') {
+      ctx.status = 'invoked';
+      ctx.awaiting = undefined;
+      stmts.push(updateInvocation(ctx.id, { status: 'invoked', awaiting: null, nextRetryAt: null }, now));
+    }
+    if (stmts.length > 0) this.write(ctx, stmts);
+    await this.settled(ctx);
+    if (ctx.poisoned) throw new PartitionUnavailableError(id);
+    void this.startAttempt(ctx);
+  }
+
+  /** Forgets a completed invocation: its result, its journal, and for a workflow run the key's state and promises. */
+  async purge(id: InvocationId): Promise<void> {
+    const row = await this.completedRow(id);
+    await this.submitOrUnavailable(id, row.partitionId, [purgeInvocation(id)]);
+  }
+
+  /** Drops a completed invocation's journal and keeps its result. */
+  async purgeJournal(id: InvocationId): Promise<void> {
+    const row = await this.completedRow(id);
+    await this.submitOrUnavailable(id, row.partitionId, [
+      deleteJournal(id),
+      updateInvocation(id, { journalExpiresAt: null }, new Date()),
+    ]);
+  }
+
+  /**
+   * Starts a new invocation (new id, same partition key) from a completed one: with its input only (`from` 0), or
+   * with the journal prefix up to entry `from` plus the completions of the commands in it, pinned as `deployment`
+   * says. The new invocation records where it was restarted from.
+   */
+  async restartAsNew(id: InvocationId, from: number, deployment: DeploymentChoice | undefined): Promise<string> {
+    const row = await getInvocation(this.deps.pool, id);
+    if (row === undefined || isExpired(row)) throw new InvocationNotFoundError(id);
+    if (row.status === 'scheduled' || row.status === 'inboxed') throw new InvocationNotStartedError(id, 'restarted');
+    if (row.status !== 'completed') throw new InvocationStillRunningError(id);
+    if (row.serviceTy === 'Workflow' && row.handlerTy === 'Workflow') throw new RestartUnsupportedError(id);
+    if (row.protocolVersion !== null && row.protocolVersion < 5) throw new RestartUnsupportedError(id);
+    if (!this.deps.leases.owned().includes(row.partitionId)) throw new PartitionUnavailableError(id);
+    if (deployment !== undefined && from === 0) {
+      throw new BadManagementRequestError('the deployment parameter can be used only together with from > 0');
+    }
+    const journal = await this.loadEntries(id);
+    const input = journal.find((e) => e.index === 0);
+    if (input === undefined || input.type !== MessageType.InputCommand) throw new InputUnavailableError(id);
+
+    const entries: JournalEntry[] = [];
+    let pin: { deploymentId: string | null; protocolVersion: number | null } = {
+      deploymentId: null,
+      protocolVersion: null,
+    };
+    if (from > 0) {
+      if (from >= journal.length) {
+        throw new BadManagementRequestError(
+          `from ${from} is past the end of the journal of '${id}', which has ${journal.length} entries`,
+        );
+      }
+      const prefix = journal.slice(1, from + 1);
+      const needed = new Set<number>();
+      for (const e of prefix) for (const c of codec.completionIdsOf(e.type, e.raw)) needed.add(c);
+      const completions = new Map<number, JournalEntry>();
+      for (const e of journal) {
+        if (e.completionId !== undefined && needed.has(e.completionId) && !isCommand(e.type)) {
+          completions.set(e.completionId, e);
+        }
+      }
+      const missing = [...needed].filter((c) => !completions.has(c));
+      if (missing.length > 0) {
+        throw new BadManagementRequestError(
+          `the journal prefix up to entry ${from} of '${id}' contains commands that were not completed ` +
+            `(completion ids ${missing.join(', ')}); choose an earlier entry`,
+        );
+      }
+      const inPrefix = new Set(prefix.map((e) => e.index));
+      entries.push(...prefix);
+      for (const e of journal) {
+        if (
+          !inPrefix.has(e.index) &&
+          e.completionId !== undefined &&
+          needed.has(e.completionId) &&
+          !isCommand(e.type)
+        ) {
+          entries.push(e);
+        }
+      }
+      const protocolVersion = row.protocolVersion;
+      if (protocolVersion === null) throw new DeploymentCannotChangeError(id);
+      const choice = deployment ?? { kind: 'latest' };
+      if (choice.kind === 'keep') {
+        if (row.deploymentId === null) throw new DeploymentCannotChangeError(id);
+        pin = { deploymentId: row.deploymentId, protocolVersion };
+      } else {
+        pin = { deploymentId: this.chooseDeployment(row.serviceName, choice, protocolVersion), protocolVersion };
+      }
+    }
+
+    const service = this.deps.registry.service(row.serviceName);
+    const handler = service?.schema.handlers.find((h) => h.name === row.handlerName);
+    if (service === undefined || handler === undefined) {
+      throw new BadManagementRequestError(`${row.serviceName}/${row.handlerName} is no longer registered`);
+    }
+    const now = new Date();
+    const newId = InvocationId.withSamePartition(id);
+    const newRow: NewInvocation = {
+      id: newId,
+      partitionKey: row.partitionKey,
+      partitionId: row.partitionId,
+      serviceName: row.serviceName,
+      serviceKey: row.serviceKey,
+      handlerName: row.handlerName,
+      serviceTy: row.serviceTy,
+      handlerTy: row.handlerTy,
+      status: 'invoked',
+      idempotencyKey: null,
+      invokedBy: 'restart_as_new',
+      invokedById: null,
+      invokedByTarget: null,
+      randomSeed: randomBytes(8).readBigUInt64BE(),
+      journalLength: 1 + entries.length,
+      inboxSeq: false,
+      createdAt: now,
+      scheduledStartAt: null,
+      completionRetentionMs: row.completionRetentionMs,
+      journalRetentionMs: row.journalRetentionMs,
+      restartedFrom: id,
+      deploymentId: pin.deploymentId,
+      protocolVersion: pin.protocolVersion,
+    };
+    const op = newWriteOp(row.partitionId);
+    const { stmts, ctx } = this.admit(newRow, input.raw, op, now, false, () => undefined);
+    const runnable = newRow.status === 'invoked';
+    op.stmts.push(...stmts);
+    for (const { index: _index, ...e } of entries) this.appendEntry(ctx, op, e, now);
+    try {
+      await this.deps.committer.submit(op);
+    } catch (err) {
+      this.undoAdmit(ctx);
+      this.log.warn({ err, 'service.invocation.id': id }, 'restart-as-new could not be stored');
+      throw new PartitionUnavailableError(id);
+    }
+    this.deps.metrics.invocationsAccepted.inc({ invoked_by: 'restart_as_new' });
+    this.afterAdmit(ctx, runnable);
+    return newId;
+  }
+
+  /** The deployment a resume / restart should pin: the service's latest, or one by id; it must speak `version`. */
+  private chooseDeployment(serviceName: string, choice: DeploymentChoice, version: number): string {
+    const registry = this.deps.registry;
+    let deploymentId: string;
+    if (choice.kind === 'id') {
+      deploymentId = choice.id;
+    } else {
+      const service = registry.service(serviceName);
+      if (service === undefined) throw new BadManagementRequestError(`service ${serviceName} is not registered`);
+      deploymentId = service.deploymentId;
+    }
+    const d = registry.deployment(deploymentId);
+    if (d === undefined) throw new BadManagementRequestError(`deployment ${deploymentId} does not exist`);
+    if (version < d.minProtocolVersion || version > d.maxProtocolVersion) {
+      throw new IncompatibleDeploymentError(d.id, version);
+    }
+    return d.id;
+  }
+
+  /** A non-expired invocation of an owned partition, from memory when it is live. */
+  private async managed(id: InvocationId): Promise<InvocationCtx> {
+    const ctx = await this.load(id);
+    if (ctx === undefined) throw new InvocationNotFoundError(id);
+    if (ctx.status !== 'completed' && !this.deps.leases.owned().includes(ctx.partitionId)) {
+      throw new PartitionUnavailableError(id);
+    }
+    if (ctx.status === 'completed') {
+      const row = await getInvocation(this.deps.pool, id);
+      if (row === undefined || isExpired(row)) throw new InvocationNotFoundError(id);
+    }
+    return ctx;
+  }
+
+  private async completedRow(id: InvocationId): Promise<InvocationRow> {
+    const row = await getInvocation(this.deps.pool, id);
+    if (row === undefined || isExpired(row)) throw new InvocationNotFoundError(id);
+    if (row.status !== 'completed') throw new InvocationNotCompletedError(id);
+    return row;
+  }
+
+  private async submitOrUnavailable(id: InvocationId, partition: number, stmts: Stmt[]): Promise<void> {
+    try {
+      await this.submitStmts(partition, stmts);
+    } catch (err) {
+      this.log.warn({ err, 'service.invocation.id': id }, 'management write failed');
+      throw new PartitionUnavailableError(id);
+    }
   }
 
   // ---------------------------------------------------------------------------------------------------------------
@@ -633,7 +901,7 @@ export class Engine {
           if (treeDepth(tree) > this.options.maxAwaitedFutureDepth) {
             attempt.markTerminal();
             ctx.attempt = undefined;
-            this.pause(ctx, {
+            this.pauseOnFailure(ctx, {
               code: 500,
               rtCode: 'RT0025',
               message: `awaited future depth exceeds ${this.options.maxAwaitedFutureDepth}`,
@@ -1096,10 +1364,11 @@ export class Engine {
 
   private async recheckSuspended(ctx: InvocationCtx): Promise<void> {
     await ctx.ensureJournal(() => this.loadEntries(ctx.id));
-    if (ctx.status === 'suspended' && ctx.awaiting !== undefined && canResume(ctx.awaiting, ctx)) this.resume(ctx);
+    if (ctx.status === 'suspended' && ctx.awaiting !== undefined && canResume(ctx.awaiting, ctx))
+      this.resumeSuspended(ctx);
   }
 
-  private resume(ctx: InvocationCtx): void {
+  private resumeSuspended(ctx: InvocationCtx): void {
     ctx.status = 'invoked';
     ctx.awaiting = undefined;
     this.write(ctx, [updateInvocation(ctx.id, { status: 'invoked', awaiting: null }, new Date())]);
@@ -1117,9 +1386,9 @@ export class Engine {
       related: e.related,
     };
     if (e.behavior === 'pause') {
-      this.pause(ctx, failure);
+      this.pauseOnFailure(ctx, failure);
     } else if (e.behavior === 'fail') {
-      this.complete(ctx, { kind: 'failure', failure: { code: e.code, message: e.message } });
+      void this.complete(ctx, { kind: 'failure', failure: { code: e.code, message: e.message } });
     } else {
       this.handleFailure(ctx, failure);
     }
@@ -1137,7 +1406,7 @@ export class Engine {
       });
       return;
     }
-    this.complete(ctx, outcome);
+    void this.complete(ctx, outcome);
   }
 
   // ---------------------------------------------------------------------------------------------------------------
@@ -1173,13 +1442,13 @@ export class Engine {
       if (decision.onMaxAttempts === 'Kill') {
         // Like restate-server: the invocation fails with the error of its last attempt, which the row records too.
         const code = failure.code === 500 || failure.code < 400 ? 500 : failure.code;
-        this.complete(
+        void this.complete(
           ctx,
           { kind: 'failure', failure: { code, message: failure.message } },
           failureColumns(ctx, failure),
         );
       } else {
-        this.pause(ctx, failure);
+        this.pauseOnFailure(ctx, failure);
       }
       return;
     }
@@ -1203,7 +1472,7 @@ export class Engine {
     );
   }
 
-  private pause(ctx: InvocationCtx, failure: EngineFailure): void {
+  private pauseOnFailure(ctx: InvocationCtx, failure: EngineFailure): void {
     ctx.attempt?.abort();
     ctx.attempt = undefined;
     ctx.status = 'paused';
@@ -1215,7 +1484,12 @@ export class Engine {
   // ---------------------------------------------------------------------------------------------------------------
   // completion
 
-  private complete(ctx: InvocationCtx, outcome: Outcome, failed: InvocationUpdate = {}, extra: Stmt[] = []): void {
+  private complete(
+    ctx: InvocationCtx,
+    outcome: Outcome,
+    failed: InvocationUpdate = {},
+    extra: Stmt[] = [],
+  ): Promise<boolean> {
     ctx.attempt?.abort();
     ctx.attempt = undefined;
     ctx.status = 'completed';
@@ -1263,7 +1537,7 @@ export class Engine {
       completedAt: now,
       completionRetentionMs: ctx.completionRetentionMs,
     };
-    void this.commit(ctx, op, () => {
+    return this.commit(ctx, op, () => {
       this.deps.metrics.invocationsCompleted.inc({ result: outcome.kind });
       this.timers.removeWhere((t) => t.invocationId === ctx.id);
       if (this.active.get(ctx.id) === ctx) this.active.delete(ctx.id);
@@ -1344,7 +1618,7 @@ export class Engine {
       if (cancel && (target.status === 'scheduled' || target.status === 'inboxed')) {
         // Never started: nothing to run compensations, so it fails right away (restate's "canceled").
         this.leaveInbox(target);
-        this.complete(target, { kind: 'failure', failure: { code: 409, message: 'canceled' } }, {}, [remove]);
+        void this.complete(target, { kind: 'failure', failure: { code: 409, message: 'canceled' } }, {}, [remove]);
         return;
       }
       await this.appendNotification(
@@ -1495,20 +1769,29 @@ export class Engine {
     void this.commit(ctx, { partitions: [ctx.partitionId], stmts, journal: [] }, after);
   }
 
-  private commit(ctx: InvocationCtx, op: WriteOp, after?: () => void): Promise<void> {
+  /**
+   * Commits a write of this invocation and then runs `after`. Resolves to false (never rejects) when the write
+   * failed: the invocation is then poisoned and reloaded from storage, so callers that fire and forget are safe.
+   */
+  private commit(ctx: InvocationCtx, op: WriteOp, after?: () => void): Promise<boolean> {
     const p = this.deps.committer.submit(op);
-    return ctx.track(
-      p.then(
-        () => {
-          if (!ctx.poisoned) after?.();
-        },
-        (err: unknown) => {
-          this.log.error({ err, 'service.invocation.id': ctx.id }, 'write failed; reloading the invocation');
-          this.poison(ctx);
-          throw err;
-        },
-      ),
-    );
+    return ctx
+      .track(
+        p.then(
+          () => {
+            if (!ctx.poisoned) after?.();
+          },
+          (err: unknown) => {
+            this.log.error({ err, 'service.invocation.id': ctx.id }, 'write failed; reloading the invocation');
+            this.poison(ctx);
+            throw err;
+          },
+        ),
+      )
+      .then(
+        () => true,
+        () => false,
+      );
   }
 
   /** Memory may be ahead of the database: drop this object and rebuild it from storage. */
@@ -1621,6 +1904,33 @@ function outputFromJournal(journal: JournalEntry[] | undefined): Outcome | undef
   if (entry === undefined) return undefined;
   const cmd = codec.command(entry.type, entry.raw);
   return cmd.kind === 'output' ? cmd.outcome : undefined;
+}
+
+/** Callees of Call commands whose result has not arrived: a killed caller takes them down with it. */
+function pendingCallees(journal: JournalEntry[]): string[] {
+  const ids = new Map<number, string>();
+  const waiting = new Set<number>();
+  const done = new Set<number>();
+  for (const e of journal) {
+    if (e.type === MessageType.CallCommand) {
+      const cmd = codec.command(e.type, e.raw);
+      if (cmd.kind === 'call') waiting.add(cmd.resultCompletionId);
+    } else if (e.type === MessageType.CallInvocationIdCompletionNotification && e.completionId !== undefined) {
+      const n = codec.notificationResult(e.raw);
+      if (n.kind === 'invocationId') ids.set(e.completionId, n.invocationId);
+    } else if (e.type === MessageType.CallCompletionNotification && e.completionId !== undefined) {
+      done.add(e.completionId);
+    }
+  }
+  const callees: string[] = [];
+  for (const e of journal) {
+    if (e.type !== MessageType.CallCommand) continue;
+    const cmd = codec.command(e.type, e.raw);
+    if (cmd.kind !== 'call' || done.has(cmd.resultCompletionId)) continue;
+    const callee = ids.get(cmd.invocationIdCompletionId);
+    if (callee !== undefined) callees.push(callee);
+  }
+  return callees;
 }
 
 /** The invocation an attach / get-output command names. */

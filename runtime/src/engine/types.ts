@@ -51,3 +51,6 @@ export interface AcceptResult {
   created: boolean;
   executionTime?: Date | undefined;
 }
+
+/** Which deployment a resumed or restarted invocation is pinned to. */
+export type DeploymentChoice = { kind: 'keep' } | { kind: 'latest' } | { kind: 'id'; id: string };

@@ -129,6 +129,10 @@ export interface NewInvocation {
   scheduledStartAt: Date | null;
   completionRetentionMs: number | null;
   journalRetentionMs: number | null;
+  /** restart-as-new: the invocation this one was restarted from, and the pin it starts with. */
+  restartedFrom?: string | null;
+  deploymentId?: string | null;
+  protocolVersion?: number | null;
 }
 
 /**
@@ -146,9 +150,9 @@ export function insertInvocation(
              INSERT INTO ratchet.invocation (id, partition_key, partition_id, service_name, service_key, handler_name,
                service_ty, handler_ty, status, idempotency_key, invoked_by, invoked_by_id, invoked_by_target, random_seed,
                journal_length, inbox_seq, created_at, modified_at, scheduled_start_at, completion_retention_ms,
-               journal_retention_ms, last_append_at)
+               journal_retention_ms, last_append_at, restarted_from, deployment_id, protocol_version)
              VALUES ($1, $2::bigint, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::bigint, $15,
-               CASE WHEN $16::boolean THEN nextval('ratchet.inbox_seq') END, $17, $17, $18, $19, $20, $17)
+               CASE WHEN $16::boolean THEN nextval('ratchet.inbox_seq') END, $17, $17, $18, $19, $20, $17, $22, $23, $24)
              ON CONFLICT (id) DO NOTHING RETURNING id)
            INSERT INTO ratchet.journal (invocation_id, index, entry_type, raw, appended_at)
            SELECT id, 0, ${INPUT_COMMAND}, $21, $17 FROM ins RETURNING 1 AS inserted`,
@@ -174,6 +178,9 @@ export function insertInvocation(
       inv.completionRetentionMs,
       inv.journalRetentionMs,
       inputRaw,
+      inv.restartedFrom ?? null,
+      inv.deploymentId ?? null,
+      inv.protocolVersion ?? null,
     ],
     ...(onInserted === undefined ? {} : { onResult: (rows) => onInserted(rows.length > 0) }),
   };

@@ -30,7 +30,17 @@ export function purgeIfExpired(id: string): Stmt {
   };
 }
 
-/** Deletes one invocation's journal right away (journal retention 0). */
+/** Forgets one completed invocation now (admin purge). */
+export function purgeInvocation(id: string): Stmt {
+  return {
+    name: 'invocation_purge',
+    text: `WITH d AS (DELETE FROM ratchet.invocation WHERE id = $1 AND status = 'completed'
+                     RETURNING id, service_name, service_key, service_ty, handler_ty),${PURGE_TAIL}`,
+    values: [id],
+  };
+}
+
+/** Deletes one invocation's journal right away (admin purge-journal). */
 export function deleteJournal(id: string): Stmt {
   return { name: 'journal_delete', text: 'DELETE FROM ratchet.journal WHERE invocation_id = $1', values: [id] };
 }

@@ -1,0 +1,112 @@
+import { RatchetError } from '../errors/errors.ts';
+
+/*
+ * Refusals of the invocation-management operations (admin API), with restate-server 1.7.12's statuses and messages.
+ * They carry no error code, like restate's (`restate_code: null`).
+ */
+
+abstract class ManagementError extends RatchetError {
+  readonly code = undefined;
+}
+
+export class InvocationNotFoundError extends ManagementError {
+  readonly status = 404;
+  constructor(id: string) {
+    super(`The requested invocation '${id}' does not exist`);
+  }
+}
+
+export class InvocationAlreadyCompletedError extends ManagementError {
+  readonly status = 409;
+  constructor(id: string) {
+    super(`The invocation '${id}' was already completed.`);
+  }
+}
+
+export class InvocationNotCompletedError extends ManagementError {
+  readonly status = 409;
+  constructor(id: string) {
+    super(`The invocation '${id}' is not yet completed.`);
+  }
+}
+
+export class InvocationStillRunningError extends ManagementError {
+  readonly status = 409;
+  constructor(id: string) {
+    super(`The invocation '${id}' is still running.`);
+  }
+}
+
+export class InvocationNotRunningError extends ManagementError {
+  readonly status = 409;
+  constructor(id: string) {
+    super(`The invocation '${id}' is not running, cannot be paused.`);
+  }
+}
+
+export class InvocationCompletedCannotResumeError extends ManagementError {
+  readonly status = 409;
+  constructor(id: string) {
+    super(`The invocation '${id}' is completed, cannot be resumed.`);
+  }
+}
+
+export class DeploymentCannotChangeError extends ManagementError {
+  readonly status = 409;
+  constructor(id: string) {
+    super(
+      `The invocation '${id}' is still running or the deployment id is not pinned yet, deployment id cannot be changed.`,
+    );
+  }
+}
+
+export class InvocationNotStartedError extends ManagementError {
+  readonly status = 425;
+  constructor(id: string, what: 'resumed' | 'restarted') {
+    super(
+      what === 'resumed'
+        ? `The invocation '${id}' is either inboxed or scheduled. An invocation can be resumed only when running, paused or suspended.`
+        : `The invocation '${id}' cannot be restarted because it's not running yet, meaning it might have been scheduled or inboxed.`,
+    );
+  }
+}
+
+export class RestartUnsupportedError extends ManagementError {
+  readonly status = 422;
+  constructor(id: string) {
+    super(
+      `Restarting the invocation '${id}' is not supported. Restarting workflows is not supported, and restarting invocations created using the old service protocol.`,
+    );
+  }
+}
+
+export class InputUnavailableError extends ManagementError {
+  readonly status = 410;
+  constructor(id: string) {
+    super(
+      `The invocation '${id}' cannot be restarted because the input is not available. This indicates that the journal was already purged, or not retained at all.`,
+    );
+  }
+}
+
+export class IncompatibleDeploymentError extends ManagementError {
+  readonly status = 400;
+  constructor(deploymentId: string, protocolVersion: number) {
+    super(
+      `The selected deployment '${deploymentId}' doesn't support the service protocol version ${protocolVersion} the invocation is pinned to.`,
+    );
+  }
+}
+
+/** A request parameter that cannot apply to this invocation (bad `from`, unknown deployment, …). */
+export class BadManagementRequestError extends ManagementError {
+  readonly status = 400;
+}
+
+/** The invocation's partition is not owned by this process (restate's routing error). */
+export class PartitionUnavailableError extends ManagementError {
+  readonly status = 503;
+  constructor(id: string) {
+    super(`The partition of invocation '${id}' is not served by this node right now; retry the request.`);
+  }
+}
