@@ -2,7 +2,7 @@ import http from 'node:http';
 import * as restate from '@restatedev/restate-sdk';
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts';
 import { startRestateServer, type RestateServer } from '../support/restate-server.ts';
-import { startEndpoint, type SdkEndpoint } from '../support/sdk-endpoint.ts';
+import { startEndpoint, type SdkEndpoint, type StartEndpointOptions } from '../support/sdk-endpoint.ts';
 
 /**
  * Compatibility-test plumbing: the two targets (the real restate-server 1.7.12 and Ratchet), each with its own SDK
@@ -325,6 +325,72 @@ export async function startRatchetTarget(): Promise<Target> {
     resources.add(() => runtime.stop());
     await registerDeployment(runtime.adminUrl, endpoint.url);
     await waitForServices(runtime.ingressUrl, SERVICE_NAMES);
+    return {
+      name: 'ratchet',
+      tag: 'via-ratchet',
+      ingressUrl: runtime.ingressUrl,
+      adminUrl: runtime.adminUrl,
+      output: () => '',
+      stop: () => resources.closeAll(),
+    };
+  } catch (err) {
+    await resources.closeAll().catch(() => undefined);
+    throw err;
+  }
+}
+
+// ------------------------------------------------------------------------------------------------------------------
+// Targets serving a suite's own services
+
+/** The services a suite registers on every target, and the names `/restate/health` must list before it starts. */
+export interface ServiceSet {
+  readonly services: StartEndpointOptions['services'];
+  readonly names: readonly string[];
+}
+
+/** Like `startRestateTarget`, with `set` instead of the ingress suite's services. */
+export async function startRestateTargetServing(set: ServiceSet): Promise<Target> {
+  const resources = new Resources();
+  try {
+    const endpoint = await startEndpoint({ services: set.services, transport: 'h2' });
+    resources.add(() => endpoint.close());
+    const server = await startRestateServer();
+    resources.add(() => server.stop());
+    try {
+      await registerDeployment(server.adminUrl, endpoint.url);
+      await waitForServices(server.ingressUrl, [...set.names]);
+    } catch (err) {
+      throw new Error(`${String(err)}\n--- restate-server output ---\n${server.output().slice(-20_000)}`, {
+        cause: err,
+      });
+    }
+    return {
+      name: 'restate',
+      tag: 'via-restate',
+      ingressUrl: server.ingressUrl,
+      adminUrl: server.adminUrl,
+      output: () => server.output(),
+      stop: () => resources.closeAll(),
+    };
+  } catch (err) {
+    await resources.closeAll().catch(() => undefined);
+    throw err;
+  }
+}
+
+/** Like `startRatchetTarget`, with `set` instead of the ingress suite's services. */
+export async function startRatchetTargetServing(set: ServiceSet): Promise<Target> {
+  const { startTestRuntime } = await import('../integration/support/runtime.ts');
+  const resources = new Resources();
+  try {
+    const db = await createTestDatabase();
+    resources.add(() => db.drop());
+    const endpoint = await startEndpoint({ services: set.services, transport: 'h2' });
+    resources.add(() => endpoint.close());
+    const runtime = await startTestRuntime(db.url);
+    resources.add(() => runtime.stop());
+    await registerDeployment(runtime.adminUrl, endpoint.url);
+    await waitForServices(runtime.ingressUrl, [...set.names]);
     return {
       name: 'ratchet',
       tag: 'via-ratchet',

@@ -68,7 +68,7 @@ describe('loadConfig defaults', () => {
         maxJournalRetentionMs: undefined,
         workflowCompletionRetentionMs: 86_400_000,
       },
-      storage: { partitions: 64, groupCommit: { maxDelayMs: 0, maxBatch: 256 } },
+      storage: { partitions: 64, groupCommit: { maxDelayMs: 0, maxBatch: 256 }, cleanupIntervalMs: 60_000 },
       warnings: [],
     });
     expect(config.nodeName).toBe(hostname());
@@ -148,7 +148,11 @@ group-commit-max-delay = "2ms"
       maxAttempts: 10,
       onMaxAttempts: 'kill',
     });
-    expect(config.storage).toEqual({ partitions: 128, groupCommit: { maxDelayMs: 2, maxBatch: 256 } });
+    expect(config.storage).toEqual({
+      partitions: 128,
+      groupCommit: { maxDelayMs: 2, maxBatch: 256 },
+      cleanupIntervalMs: 60_000,
+    });
   });
 
   it('lets environment variables win over the file, and defaults fill the rest', () => {
