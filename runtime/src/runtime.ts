@@ -65,7 +65,13 @@ export async function startRuntime(config: Config, databaseUrl: string, logger: 
       );
     }
     const metrics = createMetrics();
-    const registry = new SchemaRegistry(pool, config.serviceDefaults, config.defaultRetryPolicy, config.invoker);
+    const registry = new SchemaRegistry(
+      pool,
+      config.serviceDefaults,
+      config.defaultRetryPolicy,
+      config.invoker,
+      config.kafka,
+    );
     await registry.load();
     // Registrations made through another process sharing the database reach this one by LISTEN/NOTIFY.
     const watch = await registry.watch((err) => logger.warn({ err }, 'schema change notifications interrupted'));

@@ -2,16 +2,21 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type
 import type { Logger } from 'pino';
 import type { Engine } from '../engine/engine.ts';
 import { RatchetError } from '../errors/errors.ts';
+import { createSchemaOperations, type SchemaOperations } from '../schema/operations.ts';
 import type { RegisterDeployment } from '../schema/register.ts';
 import type { SchemaRegistry } from '../schema/registry.ts';
 import { RequestExtractionError, UnsupportedAdminApiVersionError } from './errors.ts';
+import { buildAdminOpenApi, type RouteInfo } from './openapi/document.ts';
 import { sendJson } from './reply.ts';
 import type { AdminApiVersion } from './request.ts';
 import type { AdminRouteContext, AdminRoutes } from './routes/context.ts';
 import { deploymentRoutes } from './routes/deployments.ts';
 import { invocationRoutes } from './routes/invocations.ts';
+import { kafkaClusterRoutes } from './routes/kafka-clusters.ts';
 import { metaRoutes } from './routes/meta.ts';
+import { openApiRoutes } from './routes/openapi.ts';
 import { serviceRoutes } from './routes/services.ts';
+import { subscriptionRoutes } from './routes/subscriptions.ts';
 
 /**
  * The admin API (restate-server 1.7.12 compatible). Every route is served at the root and under `/v2`, `/v3` and
@@ -22,6 +27,8 @@ import { serviceRoutes } from './routes/services.ts';
 export interface AdminDeps {
   registry: SchemaRegistry;
   register: RegisterDeployment;
+  /** Deployment updates and deletion, service settings, Kafka clusters, subscriptions; built from `registry` if absent. */
+  operations?: SchemaOperations;
   /** Ratchet's version, shown by `GET /version`. */
   version: string;
   /** Advertised ingress URL, e.g. `http://127.0.0.1:8080/`. */
@@ -34,7 +41,14 @@ export interface AdminDeps {
   bodyLimit?: number;
 }
 
-const STATIC_ROUTES: readonly AdminRoutes[] = [metaRoutes, deploymentRoutes, serviceRoutes];
+const STATIC_ROUTES: readonly AdminRoutes[] = [
+  metaRoutes,
+  openApiRoutes,
+  deploymentRoutes,
+  serviceRoutes,
+  kafkaClusterRoutes,
+  subscriptionRoutes,
+];
 const VERSION_PREFIXES: readonly { prefix: string; version: AdminApiVersion }[] = [
   { prefix: '', version: undefined },
   { prefix: '/v2', version: 2 },
@@ -88,8 +102,11 @@ export function buildAdminApp(deps: AdminDeps): FastifyInstance {
 
   // Every route, to answer 405 (with `allow`) rather than 404 when only the method is wrong.
   const known = new Map<string, KnownRoute>();
+  // The unprefixed routes, in registration order, for the OpenAPI document.
+  const described: RouteInfo[] = [];
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
+    if (!/^\/v\d+(\/|$)/.test(route.url)) for (const m of methods) described.push({ method: m, url: route.url });
     const entry = known.get(route.url) ?? { pattern: routePattern(route.url), methods: new Set<string>() };
     for (const m of methods) entry.methods.add(m.toUpperCase());
     if (entry.methods.has('GET')) entry.methods.add('HEAD');
@@ -102,14 +119,23 @@ export function buildAdminApp(deps: AdminDeps): FastifyInstance {
   app.all('/v1', refuseV1);
   app.all('/v1/*', refuseV1);
 
+  const operations =
+    deps.operations ??
+    createSchemaOperations({ registry: deps.registry, clusterName: deps.clusterName, logger: deps.logger });
+  let openApi: unknown;
+  // Built on first use: by then every route is registered.
+  const openApiDocument = (): unknown => (openApi ??= buildAdminOpenApi(described, deps.version));
+
   for (const { prefix, version } of VERSION_PREFIXES) {
     const ctx: AdminRouteContext = {
       registry: deps.registry,
       register: deps.register,
+      operations,
       version: deps.version,
       ingressEndpoint: deps.ingressEndpoint,
       clusterName: deps.clusterName,
       apiVersion: version,
+      openApi: openApiDocument,
     };
     void app.register(
       (scope, _options, done) => {

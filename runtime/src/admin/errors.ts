@@ -52,3 +52,12 @@ export class UnsupportedAdminApiVersionError extends RequestExtractionError {
     super(`Unsupported Admin API version V${version}. This server supports versions between V2 and V4.`);
   }
 }
+
+/** 400: a query parameter that does not parse (`?force=yes`), in axum's words. */
+export class InvalidQueryStringError extends RequestExtractionError {
+  readonly status = 400;
+
+  constructor(detail: string) {
+    super(`Failed to deserialize query string: ${detail}`);
+  }
+}

@@ -1,6 +1,15 @@
-import { NotSupportedError } from '../schema/errors.ts';
+import { KAFKA_CLUSTER_NAME_PATTERN } from '../config/config.ts';
+import { parseDuration, UnitFormatError } from '../config/units.ts';
+import { DeploymentTypeMismatchError, NotSupportedError } from '../schema/errors.ts';
+import type { ModifyServiceRequest } from '../schema/modify-service.ts';
 import type { RegisterDeploymentRequest } from '../schema/register.ts';
-import { JsonBodyShapeError, MalformedJsonBodyError, UnsupportedMediaTypeError } from './errors.ts';
+import type { UpdateDeploymentRequest } from '../schema/update-deployment.ts';
+import {
+  InvalidQueryStringError,
+  JsonBodyShapeError,
+  MalformedJsonBodyError,
+  UnsupportedMediaTypeError,
+} from './errors.ts';
 
 /**
  * Reading admin request bodies the way restate's axum extractors do: the content type must be JSON (415), the body
@@ -126,4 +135,193 @@ export function parseRegisterDeploymentRequest(body: unknown, version: AdminApiV
     return { kind: 'lambda', arn: body['arn'], assumeRoleArn: assumeRoleArn ?? undefined, ...flags };
   }
   throw shapeError('expected `uri` (HTTP deployment) or `arn` (Lambda deployment) as a string');
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Bodies of the other admin requests. Shape errors name the field and say what was expected, as serde does
+// (`public: invalid type: string "yes", expected a boolean`); unknown fields are ignored.
+
+/** serde's description of a JSON value in "invalid type" messages. */
+function serdeKind(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'sequence';
+  if (typeof value === 'string') return `string ${JSON.stringify(value)}`;
+  if (typeof value === 'number') {
+    return Number.isInteger(value) ? `integer \`${value}\`` : `floating point \`${value}\``;
+  }
+  if (typeof value === 'boolean') return `boolean \`${value}\``;
+  return typeof value === 'object' ? 'map' : typeof value;
+}
+
+function fieldError(field: string, problem: string): JsonBodyShapeError {
+  return new JsonBodyShapeError(`${field}: ${problem}`);
+}
+
+function typeError(field: string, value: unknown, expected: string): JsonBodyShapeError {
+  return fieldError(field, `invalid type: ${serdeKind(value)}, expected ${expected}`);
+}
+
+function requireObject(body: unknown, struct: string): JsonObject {
+  if (!isObject(body)) throw new JsonBodyShapeError(`invalid type: ${serdeKind(body)}, expected struct ${struct}`);
+  return body;
+}
+
+function nullableBoolean(body: JsonObject, key: string): boolean | undefined {
+  const value = body[key];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'boolean') throw typeError(key, value, 'a boolean');
+  return value;
+}
+
+function requiredString(body: JsonObject, key: string): string {
+  const value = body[key];
+  if (value === undefined) throw new JsonBodyShapeError(`missing field \`${key}\``);
+  if (typeof value !== 'string') throw typeError(key, value, 'a string');
+  return value;
+}
+
+/** A map of strings (Kafka properties, subscription options); `nullable` accepts null as "none". */
+function stringRecord(body: JsonObject, key: string, required: boolean, nullable: boolean): Record<string, string> {
+  const value = body[key];
+  if (value === undefined) {
+    if (required) throw new JsonBodyShapeError(`missing field \`${key}\``);
+    return {};
+  }
+  if (value === null && nullable) return {};
+  if (!isObject(value)) throw typeError(key, value, 'a map');
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(value)) {
+    if (typeof v !== 'string') throw typeError(`${key}.${k}`, v, 'a string');
+    out[k] = v;
+  }
+  return out;
+}
+
+/** A duration in jiff's friendly format or ISO-8601 (`"2h"`, `"1m 30s"`, `"PT1M"`); null = unchanged. */
+function nullableDuration(body: JsonObject, key: string): number | undefined {
+  const value = body[key];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string') throw typeError(key, value, 'a human-friendly duration string');
+  try {
+    return parseDuration(value);
+  } catch (err) {
+    if (err instanceof UnitFormatError) throw fieldError(key, err.message);
+    throw err;
+  }
+}
+
+/** `ModifyServiceRequest` (`PATCH /services/{name}`); `retry_policy` is not patchable and, like restate, ignored. */
+export function parseModifyServiceRequest(body: unknown): ModifyServiceRequest {
+  const b = requireObject(body, 'ModifyServiceRequest');
+  const req: ModifyServiceRequest = {};
+  const isPublic = nullableBoolean(b, 'public');
+  if (isPublic !== undefined) req.public = isPublic;
+  const durations = [
+    ['idempotency_retention', 'idempotencyRetentionMs'],
+    ['workflow_completion_retention', 'workflowCompletionRetentionMs'],
+    ['journal_retention', 'journalRetentionMs'],
+    ['inactivity_timeout', 'inactivityTimeoutMs'],
+    ['abort_timeout', 'abortTimeoutMs'],
+  ] as const;
+  for (const [field, key] of durations) {
+    const ms = nullableDuration(b, field);
+    if (ms !== undefined) req[key] = ms;
+  }
+  return req;
+}
+
+const UPDATE_VARIANTS = 'data did not match any variant of untagged enum UpdateDeploymentRequest';
+
+function updateShapeError(detail: string): JsonBodyShapeError {
+  return new JsonBodyShapeError(`${UPDATE_VARIANTS} (${detail})`);
+}
+
+/**
+ * `UpdateDeploymentRequest` (`PATCH /deployments/{id}`, HTTP variant): `uri`, `additional_headers` (replaces all;
+ * null = unchanged), `use_http_11`, `overwrite`, `dry_run`. Ratchet deployments are HTTP only, so Lambda options
+ * are refused the way restate refuses them for an HTTP deployment.
+ */
+export function parseUpdateDeploymentRequest(body: unknown): UpdateDeploymentRequest {
+  if (!isObject(body)) throw updateShapeError('expected a JSON object');
+  for (const key of ['arn', 'assume_role_arn']) {
+    const value = body[key];
+    if (value !== undefined && value !== null) {
+      if (typeof value !== 'string') throw updateShapeError(`\`${key}\` must be a string or null`);
+      throw new DeploymentTypeMismatchError();
+    }
+  }
+  const uri = body['uri'];
+  if (uri !== undefined && uri !== null && typeof uri !== 'string') {
+    throw updateShapeError('`uri` must be a string or null');
+  }
+  const req: UpdateDeploymentRequest = {
+    overwrite: optionalBoolean(body, 'overwrite', false) ?? false,
+    dryRun: optionalBoolean(body, 'dry_run', false) ?? false,
+  };
+  if (typeof uri === 'string') req.uri = uri;
+  const useHttp11 = optionalBoolean(body, 'use_http_11', true);
+  if (useHttp11 !== undefined) req.useHttp11 = useHttp11;
+  const headers = body['additional_headers'];
+  if (headers !== undefined && headers !== null) {
+    try {
+      req.additionalHeaders = stringMap(body, 'additional_headers', true, true);
+    } catch (err) {
+      // Same checks as registration, reported against this request type.
+      if (err instanceof JsonBodyShapeError) throw updateShapeError(err.message.replace(/^.*\((.*)\)$/s, '$1'));
+      throw err;
+    }
+  }
+  return req;
+}
+
+export interface CreateKafkaClusterRequest {
+  name: string;
+  properties: Record<string, string>;
+}
+
+/** A Kafka cluster name: it is the authority of `kafka://<name>/<topic>`, so it must be hostname-like. */
+export function parseKafkaClusterName(field: string, name: string): string {
+  if (name === '') throw fieldError(field, 'empty string');
+  if (name.length > 253 || !KAFKA_CLUSTER_NAME_PATTERN.test(name)) {
+    throw fieldError(
+      field,
+      `'${name}' is not a valid cluster name: use letters, digits, '.', '_' and '-', starting and ending with a ` +
+        'letter or digit (a hostname)',
+    );
+  }
+  return name;
+}
+
+export function parseCreateKafkaClusterRequest(body: unknown): CreateKafkaClusterRequest {
+  const b = requireObject(body, 'CreateKafkaClusterRequest');
+  const name = parseKafkaClusterName('name', requiredString(b, 'name'));
+  return { name, properties: stringRecord(b, 'properties', true, false) };
+}
+
+export function parseUpdateKafkaClusterRequest(body: unknown): Record<string, string> {
+  return stringRecord(requireObject(body, 'UpdateKafkaClusterRequest'), 'properties', true, false);
+}
+
+export interface CreateSubscriptionRequest {
+  source: string;
+  sink: string;
+  options: Record<string, string>;
+}
+
+/** `CreateSubscriptionRequest`; the URIs themselves are checked by the registry (META0009). */
+export function parseCreateSubscriptionRequest(body: unknown): CreateSubscriptionRequest {
+  const b = requireObject(body, 'CreateSubscriptionRequest');
+  return {
+    source: requiredString(b, 'source'),
+    sink: requiredString(b, 'sink'),
+    options: stringRecord(b, 'options', false, true),
+  };
+}
+
+/** A boolean query parameter, `true` or `false` exactly (axum's Query): anything else is 400. */
+export function parseBooleanQuery(name: string, value: unknown): boolean | undefined {
+  if (value === undefined) return undefined;
+  if (value === 'true') return true;
+  if (value === 'false') return false;
+  throw new InvalidQueryStringError(`${name}: provided string was not \`true\` or \`false\``);
 }

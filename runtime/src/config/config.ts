@@ -83,6 +83,18 @@ export interface StorageConfig {
   readonly cleanupIntervalMs: number;
 }
 
+/** A Kafka cluster defined in the configuration (read-only through the admin API). */
+export interface KafkaClusterConfig {
+  readonly name: string;
+  /** librdkafka properties; holds `bootstrap.servers` or `metadata.broker.list`. */
+  readonly properties: Readonly<Record<string, string>>;
+}
+
+export interface KafkaConfig {
+  /** Clusters subscriptions may read from besides those registered through `POST /kafka-clusters`. */
+  readonly clusters: readonly KafkaClusterConfig[];
+}
+
 export interface Config {
   readonly clusterName: string;
   /** This process's name, e.g. as lease owner; unique per process. */
@@ -102,6 +114,7 @@ export interface Config {
   readonly defaultRetryPolicy: RetryPolicyConfig;
   readonly serviceDefaults: ServiceDefaultsConfig;
   readonly storage: StorageConfig;
+  readonly kafka: KafkaConfig;
   /**
    * Problems that did not stop loading (unknown `RATCHET_*` variables, a clamped retention). The logger does not
    * exist yet while config loads, so `main.ts` logs these once it does.
@@ -142,6 +155,7 @@ export const SETTINGS = {
   RATCHET_GROUP_COMMIT_MAX_DELAY: 'storage.group-commit-max-delay',
   RATCHET_GROUP_COMMIT_MAX_BATCH: 'storage.group-commit-max-batch',
   RATCHET_CLEANUP_INTERVAL: 'storage.cleanup-interval',
+  RATCHET_KAFKA_CLUSTERS: 'kafka-clusters',
 } as const;
 
 export type SettingName = keyof typeof SETTINGS;
@@ -313,6 +327,67 @@ class Reader {
     const raw = this.raw(name);
     return raw === undefined ? fallback : oneOf(raw, allowed);
   }
+}
+
+/** Kafka cluster names end up in `kafka://<name>/<topic>` URIs: the characters of a URI host, nothing else. */
+export const KAFKA_CLUSTER_NAME_PATTERN = /^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$/;
+
+/** Nested TOML tables (`[kafka-clusters.security]`, dotted keys) become dotted librdkafka property names. */
+function flattenProperties(
+  raw: Raw,
+  table: Record<string, unknown>,
+  prefix: string,
+  into: Record<string, string>,
+  where: string,
+): void {
+  for (const [key, value] of Object.entries(table)) {
+    const name = prefix === '' ? key : `${prefix}.${key}`;
+    if (isTable(value)) flattenProperties(raw, value, name, into, where);
+    else if (typeof value === 'string') into[name] = value;
+    else if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint')
+      into[name] = String(value);
+    else throw invalid(raw, `${where}: property '${name}' must be a string, got ${describe(value)}`);
+  }
+}
+
+/**
+ * `[[kafka-clusters]]` tables in the file, or the same as a JSON array in `RATCHET_KAFKA_CLUSTERS`: each has a `name`,
+ * optionally `brokers` (a list, restate's shorthand for `metadata.broker.list`), and librdkafka properties.
+ */
+function kafkaClusters(raw: Raw | undefined): KafkaClusterConfig[] {
+  if (raw === undefined) return [];
+  let value = raw.value;
+  if (raw.fromEnv) {
+    try {
+      value = JSON.parse(String(value)) as unknown;
+    } catch (error) {
+      throw invalid(raw, 'expected a JSON array such as [{"name":"my-cluster","brokers":["kafka:9092"]}]', error);
+    }
+  }
+  if (!Array.isArray(value)) throw invalid(raw, `expected a list of clusters, got ${describe(value)}`);
+  const seen = new Set<string>();
+  return value.map((entry: unknown, index) => {
+    const where = `cluster #${index + 1}`;
+    if (!isTable(entry)) throw invalid(raw, `${where}: expected a table, got ${describe(entry)}`);
+    const { name, brokers, ...rest } = entry;
+    if (typeof name !== 'string' || !KAFKA_CLUSTER_NAME_PATTERN.test(name)) {
+      throw invalid(raw, `${where}: 'name' must be letters, digits, '.', '_' or '-', got ${describe(name)}`);
+    }
+    if (seen.has(name)) throw invalid(raw, `${where}: the name '${name}' is used twice`);
+    seen.add(name);
+    const properties: Record<string, string> = {};
+    if (brokers !== undefined) {
+      if (!Array.isArray(brokers) || brokers.length === 0 || !brokers.every((b) => typeof b === 'string' && b !== '')) {
+        throw invalid(raw, `${where} ('${name}'): 'brokers' must be a non-empty list of host:port strings`);
+      }
+      properties['metadata.broker.list'] = (brokers as string[]).join(',');
+    }
+    flattenProperties(raw, rest, '', properties, `${where} ('${name}')`);
+    if (properties['bootstrap.servers'] === undefined && properties['metadata.broker.list'] === undefined) {
+      throw invalid(raw, `${where} ('${name}'): needs 'brokers', 'bootstrap.servers' or 'metadata.broker.list'`);
+    }
+    return { name, properties };
+  });
 }
 
 function isTable(value: unknown): value is Record<string, unknown> {
@@ -557,6 +632,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
       },
       cleanupIntervalMs: read.duration('RATCHET_CLEANUP_INTERVAL', '1m', { min: 10, max: MAX_SAFE_MS }),
     },
+    kafka: { clusters: kafkaClusters(read.raw('RATCHET_KAFKA_CLUSTERS')) },
     warnings,
   };
   return deepFreeze(config);

@@ -114,6 +114,8 @@ export type Command =
       idempotencyKey: string | undefined;
       invocationIdCompletionId: number;
       resultCompletionId: number;
+      scope: string | undefined;
+      limitKey: string | undefined;
     }
   | {
       kind: 'oneWayCall';
@@ -125,6 +127,8 @@ export type Command =
       idempotencyKey: string | undefined;
       invocationIdCompletionId: number;
       invokeTime: bigint;
+      scope: string | undefined;
+      limitKey: string | undefined;
     }
   | { kind: 'run' }
   | {
@@ -192,6 +196,8 @@ export function command(type: number, payload: Uint8Array): Command {
         idempotencyKey: m.idempotencyKey === '' ? undefined : m.idempotencyKey,
         invocationIdCompletionId: m.invocationIdNotificationIdx,
         resultCompletionId: m.resultCompletionId,
+        scope: m.scope === '' ? undefined : m.scope,
+        limitKey: m.limitKey === '' ? undefined : m.limitKey,
       };
     }
     case MessageType.OneWayCallCommand: {
@@ -206,6 +212,8 @@ export function command(type: number, payload: Uint8Array): Command {
         idempotencyKey: m.idempotencyKey === '' ? undefined : m.idempotencyKey,
         invocationIdCompletionId: m.invocationIdNotificationIdx,
         invokeTime: m.invokeTime,
+        scope: m.scope === '' ? undefined : m.scope,
+        limitKey: m.limitKey === '' ? undefined : m.limitKey,
       };
     }
     case MessageType.RunCommand:

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { ErrorCode } from '../errors/codes.ts';
 import { InvocationId } from '../ids/invocation-id.ts';
@@ -15,7 +15,7 @@ import type { Http1Client, Http2Client } from '../service-client/transport.ts';
 import { newWriteOp, type Stmt, type WriteOp } from '../storage/api.ts';
 import type { GroupCommitter } from '../storage/pg/group-commit.ts';
 import { partitionFor, type PartitionLeases } from '../storage/pg/leases.ts';
-import type { Pool } from '../storage/pg/pool.ts';
+import { u64ToI64, type Pool } from '../storage/pg/pool.ts';
 import {
   getInvocation,
   insertInvocation,
@@ -36,6 +36,13 @@ import {
   type OutboxRow,
 } from '../storage/pg/tables/outbox.ts';
 import { awaitPromise, completePromise, getPromise, peekPromise } from '../storage/pg/tables/promises.ts';
+import {
+  applyStateMutation,
+  deleteStateMutation,
+  insertStateMutation,
+  listStateMutations,
+  type StateMutationRow,
+} from '../storage/pg/tables/state-mutations.ts';
 import { deleteJournal, purgeIfExpired, purgeInvocation } from '../storage/pg/tables/retention.ts';
 import { clearAllState, clearState, getStateValue, loadState, setState } from '../storage/pg/tables/state.ts';
 import { deleteTimer, deleteTimersOf, insertTimer, listTimers, type TimerRow } from '../storage/pg/tables/timers.ts';
@@ -43,6 +50,7 @@ import { canResume, treeDepth } from './awaiting.ts';
 import {
   BadManagementRequestError,
   DeploymentCannotChangeError,
+  DeploymentNotFoundError,
   IncompatibleDeploymentError,
   InputUnavailableError,
   InvocationAlreadyCompletedError,
@@ -108,6 +116,9 @@ export class Engine {
   private readonly locks = new Map<string, string>();
   private readonly inboxes = new Map<string, string[]>();
   private readonly waiters = new Map<string, Set<Waiter>>();
+  /** Queued state replacements by their in-memory inbox entry (`mutation:<n>`). */
+  private readonly mutations = new Map<string, StateMutationRow>();
+  private mutationSeq = 0;
   private readonly timers: TimerQueue<TimerRow>;
   private attemptSeq = 0;
   private stopped = false;
@@ -138,8 +149,19 @@ export class Engine {
       this.active.set(ctx.id, ctx);
       if (ctx.status === 'inboxed') inboxed.push(ctx);
     }
-    inboxed.sort((a, b) => (a.inboxSeq! < b.inboxSeq! ? -1 : 1));
-    for (const ctx of inboxed) this.inbox(lockKey(ctx.serviceName, ctx.serviceKey!)).push(ctx.id);
+    // Inboxed invocations and queued state replacements share the inbox sequence: rebuild each key's queue in it.
+    const queued: { seq: bigint; lk: string; entry: string }[] = inboxed.map((ctx) => ({
+      seq: ctx.inboxSeq!,
+      lk: lockKey(ctx.serviceName, ctx.serviceKey!),
+      entry: ctx.id,
+    }));
+    for (const m of await listStateMutations(pool, partitions)) {
+      const memId = `mutation:${++this.mutationSeq}`;
+      this.mutations.set(memId, m);
+      queued.push({ seq: m.inboxSeq, lk: lockKey(m.service, m.key), entry: memId });
+    }
+    queued.sort((a, b) => (a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0));
+    for (const q of queued) this.inbox(q.lk).push(q.entry);
     for (const t of timers) this.timers.schedule(t, t.fireAt.getTime());
     for (const ctx of this.active.values()) {
       if (ctx.status === 'invoked' && !timed.has(ctx.id)) void this.startAttempt(ctx);
@@ -352,9 +374,20 @@ export class Engine {
    */
   private handOver(lk: string, op: WriteOp, now: Date): InvocationCtx | undefined {
     const queue = this.inboxes.get(lk);
-    const nextId = queue?.shift();
-    if (queue !== undefined && queue.length === 0) this.inboxes.delete(lk);
-    const next = nextId === undefined ? undefined : this.active.get(nextId);
+    if (queue === undefined) return undefined;
+    let next: InvocationCtx | undefined;
+    while (next === undefined && queue.length > 0) {
+      const nextId = queue.shift()!;
+      const mutation = this.mutations.get(nextId);
+      if (mutation !== undefined) {
+        // A state replacement whose turn came: applied in the same write, after the previous holder's changes.
+        this.mutations.delete(nextId);
+        op.stmts.push(this.applyMutation(mutation), deleteStateMutation(mutation.id));
+        continue;
+      }
+      next = this.active.get(nextId);
+    }
+    if (queue.length === 0) this.inboxes.delete(lk);
     if (next === undefined) return undefined;
     this.locks.set(lk, next.id);
     next.status = 'invoked';
@@ -363,6 +396,61 @@ export class Engine {
       updateInvocation(next.id, { status: 'invoked', inboxSeq: null }, now),
     );
     return next;
+  }
+
+  private applyMutation(m: StateMutationRow): Stmt {
+    return applyStateMutation(m.service, m.key, u64ToI64(partitionKeyForKey(m.key)), m.version, m.entries, (ok) => {
+      if (!ok) {
+        this.log.warn(
+          { service: m.service, key: m.key, version: m.version },
+          'state replacement not applied: the state changed since the version it was based on',
+        );
+      }
+    });
+  }
+
+  /**
+   * Replaces the whole state of a virtual object or workflow key (`POST /services/{s}/state`). It runs in the key's
+   * order: at once when the key is idle, otherwise after the exclusive invocations queued before it. With `version`,
+   * it applies only if the state it finds still has that version. Resolves once it is durable (queued or applied).
+   */
+  async modifyState(
+    service: string,
+    key: string,
+    version: string | undefined,
+    entries: { key: Buffer; value: Buffer }[],
+  ): Promise<void> {
+    const partitionId = partitionFor(partitionKeyForKey(key), this.options.partitions);
+    if (!this.deps.leases.owned().includes(partitionId)) {
+      throw new PartitionUnavailableError(`${service}/${key}`);
+    }
+    const lk = lockKey(service, key);
+    const m: StateMutationRow = {
+      id: randomUUID(),
+      partitionId,
+      service,
+      key,
+      version: version ?? null,
+      entries,
+      inboxSeq: 0n,
+    };
+    if (!this.locks.has(lk) && (this.inboxes.get(lk)?.length ?? 0) === 0) {
+      await this.submitStmts(partitionId, [this.applyMutation(m)]);
+      return;
+    }
+    // Queued now, in memory, so that whatever is admitted after this call comes after it.
+    const memId = `mutation:${++this.mutationSeq}`;
+    this.mutations.set(memId, m);
+    this.inbox(lk).push(memId);
+    try {
+      await this.submitStmts(partitionId, [insertStateMutation(m)]);
+    } catch (err) {
+      this.mutations.delete(memId);
+      const q = this.inboxes.get(lk);
+      const i = q?.indexOf(memId) ?? -1;
+      if (i >= 0) q!.splice(i, 1);
+      throw err;
+    }
   }
 
   /**
@@ -449,12 +537,13 @@ export class Engine {
    * Cancels an invocation: signal 1, which a running or suspended handler sees as a 409 "Cancelled" failure (and can
    * compensate); a paused one is resumed to see it; one that has not started yet is failed at once.
    */
-  async cancel(id: InvocationId): Promise<'accepted' | 'not_found' | 'completed'> {
+  async cancel(id: InvocationId): Promise<'accepted' | 'done' | 'not_found' | 'completed'> {
     const row = await getInvocation(this.deps.pool, id);
     if (row === undefined || isExpired(row)) return 'not_found';
     if (row.status === 'completed') return 'completed';
     await this.signal(id, { idx: CANCEL_SIGNAL }, { kind: 'void' });
-    return 'accepted';
+    // One that has not started is failed without running anything: done, not merely accepted.
+    return row.status === 'scheduled' || row.status === 'inboxed' ? 'done' : 'accepted';
   }
 
   // ---------------------------------------------------------------------------------------------------------------
@@ -466,7 +555,7 @@ export class Engine {
     if (ctx.status === 'completed') throw new InvocationAlreadyCompletedError(id);
     await ctx.ensureJournal(() => this.loadEntries(ctx.id));
     const children = pendingCallees(ctx.journal ?? []);
-    this.leaveInbox(ctx);
+    if (ctx.status === 'scheduled' || ctx.status === 'inboxed') this.forgetNotStarted(ctx);
     if (!(await this.complete(ctx, { kind: 'failure', failure: { code: 409, message: 'killed' } }))) {
       throw new PartitionUnavailableError(id);
     }
@@ -504,7 +593,7 @@ export class Engine {
       if ((ctx.status !== 'paused' && ctx.status !== 'suspended') || ctx.deploymentId === null) {
         throw new DeploymentCannotChangeError(id);
       }
-      const chosen = this.chooseDeployment(ctx.serviceName, deployment, ctx.protocolVersion!);
+      const chosen = this.chooseDeployment(id, ctx.serviceName, deployment, ctx.protocolVersion!, 'resume');
       ctx.deploymentId = chosen;
       stmts.push(updateInvocation(ctx.id, { deploymentId: chosen }, new Date()));
     }
@@ -601,7 +690,10 @@ export class Engine {
         if (row.deploymentId === null) throw new DeploymentCannotChangeError(id);
         pin = { deploymentId: row.deploymentId, protocolVersion };
       } else {
-        pin = { deploymentId: this.chooseDeployment(row.serviceName, choice, protocolVersion), protocolVersion };
+        pin = {
+          deploymentId: this.chooseDeployment(id, row.serviceName, choice, protocolVersion, 'restart'),
+          protocolVersion,
+        };
       }
     }
 
@@ -655,20 +747,24 @@ export class Engine {
   }
 
   /** The deployment a resume / restart should pin: the service's latest, or one by id; it must speak `version`. */
-  private chooseDeployment(serviceName: string, choice: DeploymentChoice, version: number): string {
+  private chooseDeployment(
+    id: string,
+    serviceName: string,
+    choice: DeploymentChoice,
+    version: number,
+    what: 'resume' | 'restart',
+  ): string {
     const registry = this.deps.registry;
-    let deploymentId: string;
+    let deploymentId: string | undefined;
     if (choice.kind === 'id') {
       deploymentId = choice.id;
     } else {
-      const service = registry.service(serviceName);
-      if (service === undefined) throw new BadManagementRequestError(`service ${serviceName} is not registered`);
-      deploymentId = service.deploymentId;
+      deploymentId = registry.service(serviceName)?.deploymentId;
     }
-    const d = registry.deployment(deploymentId);
-    if (d === undefined) throw new BadManagementRequestError(`deployment ${deploymentId} does not exist`);
+    const d = deploymentId === undefined ? undefined : registry.deployment(deploymentId);
+    if (d === undefined) throw new DeploymentNotFoundError(id, what);
     if (version < d.minProtocolVersion || version > d.maxProtocolVersion) {
-      throw new IncompatibleDeploymentError(d.id, version);
+      throw new IncompatibleDeploymentError(id, version, d.id, d.minProtocolVersion, d.maxProtocolVersion);
     }
     return d.id;
   }
@@ -1023,6 +1119,14 @@ export class Engine {
       }
       case 'call':
       case 'oneWayCall': {
+        if (cmd.scope !== undefined || cmd.limitKey !== undefined) {
+          reject(
+            'RT0024',
+            `the call to ${cmd.service}/${cmd.handler} uses ${cmd.scope !== undefined ? 'a scope' : 'a limit key'}, ` +
+              'which needs flow control (vqueues); Ratchet does not enable it, so remove the scope and limit key',
+          );
+          return;
+        }
         const target = this.deps.registry.service(cmd.service);
         const handler = target?.schema.handlers.find((h) => h.name === cmd.handler);
         if (target === undefined || handler === undefined) {
@@ -1617,7 +1721,7 @@ export class Engine {
       const cancel = row.entryType === MessageType.SignalNotification && row.signalIdx === CANCEL_SIGNAL;
       if (cancel && (target.status === 'scheduled' || target.status === 'inboxed')) {
         // Never started: nothing to run compensations, so it fails right away (restate's "canceled").
-        this.leaveInbox(target);
+        this.forgetNotStarted(target);
         void this.complete(target, { kind: 'failure', failure: { code: 409, message: 'canceled' } }, {}, [remove]);
         return;
       }
@@ -1652,7 +1756,8 @@ export class Engine {
     }
     const source =
       row.sourceInvocationId === null ? undefined : await getInvocation(this.deps.pool, row.sourceInvocationId);
-    if (source === undefined || isExpired(source)) {
+    // An expired result still reaches the callers it was owed to (a cancelled never-started callee, say).
+    if (source === undefined) {
       return {
         kind: 'failure',
         failure: { code: 404, message: `invocation ${row.sourceInvocationId ?? ''} not found` },
@@ -1842,6 +1947,16 @@ export class Engine {
       if (r.entryType >= 0x8000 && r.entryType <= 0xfbff) e.success = codec.notificationSucceeded(r.entryType, r.raw);
       return e;
     });
+  }
+
+  /**
+   * An invocation cancelled or killed before it started is completed for whoever waits on it, but not retained:
+   * like restate, which forgets it, it is gone for readers at once (and removed by the cleaner).
+   */
+  private forgetNotStarted(ctx: InvocationCtx): void {
+    this.leaveInbox(ctx);
+    ctx.completionRetentionMs = 0;
+    ctx.journalRetentionMs = 0;
   }
 
   /** Takes a not-started invocation out of its key's in-memory inbox (it is being completed without running). */

@@ -65,8 +65,8 @@ export class InvocationNotStartedError extends ManagementError {
   constructor(id: string, what: 'resumed' | 'restarted') {
     super(
       what === 'resumed'
-        ? `The invocation '${id}' is either inboxed or scheduled. An invocation can be resumed only when running, paused or suspended.`
-        : `The invocation '${id}' cannot be restarted because it's not running yet, meaning it might have been scheduled or inboxed.`,
+        ? `The invocation '${id}' is either inboxed or scheduled, cannot be resumed.`
+        : `The invocation '${id}' cannot be restarted because it's not running yet.`,
     );
   }
 }
@@ -91,9 +91,18 @@ export class InputUnavailableError extends ManagementError {
 
 export class IncompatibleDeploymentError extends ManagementError {
   readonly status = 400;
-  constructor(deploymentId: string, protocolVersion: number) {
+  constructor(id: string, protocolVersion: number, deploymentId: string, min: number, max: number) {
     super(
-      `The selected deployment '${deploymentId}' doesn't support the service protocol version ${protocolVersion} the invocation is pinned to.`,
+      `The invocation '${id}' is running on protocol version '${protocolVersion}', while the chosen deployment '${deploymentId}' supports the range ${min}..=${max}.`,
+    );
+  }
+}
+
+export class DeploymentNotFoundError extends ManagementError {
+  readonly status = 400;
+  constructor(id: string, what: 'resume' | 'restart') {
+    super(
+      `The given deployment was not found when trying to ${what === 'resume' ? 'resume' : 'restart as new'} the invocation '${id}'.`,
     );
   }
 }

@@ -117,3 +117,91 @@ export class HandlerNotFoundError extends RatchetError {
     super(`The requested handler '${handlerName}' on service '${serviceName}' does not exist`);
   }
 }
+
+/**
+ * META0016: `PATCH /deployments/{id}` found an endpoint too different from the deployment it would replace in place
+ * (protocol versions, services, service types or handlers). restate-server answers these with 400.
+ */
+export class IncompatibleDeploymentUpdateError extends RatchetError {
+  readonly code = 'META0016';
+  readonly status = 400;
+}
+
+/** META0009: a subscription that can never work (source, sink, cluster, sink handler type). */
+export class InvalidSubscriptionError extends RatchetError {
+  readonly code = 'META0009';
+  readonly status = 400;
+}
+
+/**
+ * A change addressed something the registry does not hold. restate-server words these "not found in the schema
+ * registry: …" (unlike the lookups, "The requested … does not exist"); Ratchet keeps both phrasings.
+ */
+export class SchemaNotFoundError extends RatchetError {
+  readonly code = undefined;
+  readonly status = 404;
+
+  constructor(what: string) {
+    super(`not found in the schema registry: ${what}`);
+  }
+}
+
+export class SubscriptionNotFoundError extends RatchetError {
+  readonly code = undefined;
+  readonly status = 404;
+
+  constructor(id: string) {
+    super(`The requested subscription '${id}' does not exist`);
+  }
+}
+
+export class KafkaClusterNotFoundError extends RatchetError {
+  readonly code = undefined;
+  readonly status = 404;
+
+  constructor(name: string) {
+    super(`The requested Kafka cluster '${name}' does not exist`);
+  }
+}
+
+/** 409: a Kafka cluster with this name is registered already, or defined in the configuration file. */
+export class KafkaClusterConflictError extends RatchetError {
+  readonly code = undefined;
+  readonly status = 409;
+}
+
+/** 400: Kafka cluster properties without a way to reach the brokers. */
+export class InvalidKafkaClusterError extends RatchetError {
+  readonly code = undefined;
+  readonly status = 400;
+}
+
+/** 400: `workflow_completion_retention` for a service that is not a workflow. */
+export class RetentionNotModifiableError extends RatchetError {
+  readonly code = undefined;
+  readonly status = 400;
+
+  constructor(serviceType: string) {
+    super(`modifying retention time for service type ${serviceType} is unsupported`);
+  }
+}
+
+/** 405: `PUT /deployments/{id}` outside admin API v2, where restate-server deprecated it in favour of PATCH. */
+export class DeprecatedPutDeploymentError extends RatchetError {
+  readonly code = undefined;
+  readonly status = 405;
+
+  constructor() {
+    super('PUT deployment is deprecated, use PATCH instead');
+  }
+}
+
+/** 400: Lambda options (`arn`, `assume_role_arn`) in an update of an HTTP deployment. */
+export class DeploymentTypeMismatchError extends RatchetError {
+  readonly code = undefined;
+  readonly status = 400;
+
+  constructor() {
+    super('cannot update the deployment, as the deployment type is http while the update options are for type lambda');
+  }
+}

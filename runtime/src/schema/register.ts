@@ -86,7 +86,7 @@ export interface RegistrationDeps {
   now?: () => Date;
 }
 
-const DEFAULT_DISCOVERY_TIMEOUT_MS = 30_000;
+export const DEFAULT_DISCOVERY_TIMEOUT_MS = 30_000;
 
 /** A stable text form: object keys sorted, services and handlers sorted by name (their order carries no meaning). */
 function canonical(value: unknown): string {
@@ -119,12 +119,40 @@ function sameEndpoint(existing: DeploymentSchema, existingServices: ServiceSchem
   );
 }
 
-interface Discovered {
+/** A discovered endpoint, its manifest validated. */
+export interface Discovered {
   uri: string;
   manifest: ParsedManifest;
   raw: unknown;
   httpVersion: DiscoveryResponse['httpVersion'];
   sdkVersion: string | undefined;
+}
+
+export interface DiscoverEndpointOptions {
+  /** Normalised already (`normalizeDeploymentUri`). */
+  uri: string;
+  additionalHeaders: Record<string, string>;
+  useHttp11: boolean;
+  clusterName: string;
+  timeoutMs: number;
+}
+
+/** Runs discovery against the endpoint and validates its manifest (META0003, META0012–META0015 on failure). */
+export async function discoverEndpoint(
+  run: (options: DiscoverOptions) => Promise<DiscoveryResponse>,
+  options: DiscoverEndpointOptions,
+): Promise<Discovered> {
+  const response = await run(options);
+  return {
+    uri: options.uri,
+    manifest: parseManifest(response.manifest, {
+      manifestVersion: response.manifestVersion,
+      httpVersion: response.httpVersion,
+    }),
+    raw: response.manifest,
+    httpVersion: response.httpVersion,
+    sdkVersion: response.sdkVersion,
+  };
 }
 
 function activeServices(
@@ -227,14 +255,18 @@ async function plan(
         overrides: {},
       })),
     },
-    write: () =>
-      tx.saveRegistration({
+    write: async () => {
+      await tx.saveRegistration({
         deployment,
         manifest: found.raw,
         overwrite: target !== undefined,
         revisions,
         removedServices,
-      }),
+      });
+      // A service the overwritten deployment no longer exposes falls back to an older revision another deployment
+      // still registers, if any (as restate recomputes its index of active revisions).
+      await tx.refreshServices(removedServices, new Set());
+    },
   };
 }
 
@@ -253,23 +285,13 @@ export function createRegistration(deps: RegistrationDeps): RegisterDeployment {
       );
     }
     const uri = normalizeDeploymentUri(req.uri);
-    const response = await runDiscovery({
+    const found = await discoverEndpoint(runDiscovery, {
       uri,
       additionalHeaders: req.additionalHeaders,
       useHttp11: req.useHttp11,
       clusterName: deps.clusterName,
       timeoutMs: deps.discoveryTimeoutMs ?? DEFAULT_DISCOVERY_TIMEOUT_MS,
     });
-    const found: Discovered = {
-      uri,
-      manifest: parseManifest(response.manifest, {
-        manifestVersion: response.manifestVersion,
-        httpVersion: response.httpVersion,
-      }),
-      raw: response.manifest,
-      httpVersion: response.httpVersion,
-      sdkVersion: response.sdkVersion,
-    };
 
     const result = await store.transaction(async (tx) => {
       const planned = await plan(tx, req, found, now());

@@ -1,13 +1,20 @@
-import type { InvokerConfig, RetryPolicyConfig, ServiceDefaultsConfig } from '../config/config.ts';
+import type { InvokerConfig, KafkaConfig, RetryPolicyConfig, ServiceDefaultsConfig } from '../config/config.ts';
 import type { Pool } from '../storage/pg/pool.ts';
 import { PgSchemaStore } from '../storage/pg/tables/schema.ts';
 import type { SchemaChangeSubscription, SchemaRows, SchemaStore } from './store.ts';
-import type { ActiveService, DeploymentSchema, ServiceDefaults, ServiceSchema } from './types.ts';
+import type {
+  ActiveService,
+  DeploymentSchema,
+  KafkaClusterSchema,
+  ServiceDefaults,
+  ServiceSchema,
+  SubscriptionSchema,
+} from './types.ts';
 
 /**
- * The in-memory view of every deployment and service, read synchronously on the hot path (ingress routing, the
- * engine pinning a deployment). It is replaced as a whole after each registration in this process (`load()`), and
- * after registrations in other processes once `watch()` runs.
+ * The in-memory view of every deployment, service, Kafka cluster and subscription, read synchronously on the hot path
+ * (ingress routing, the engine pinning a deployment). It is replaced as a whole after each change made in this
+ * process (`load()`), and after changes made in other processes once `watch()` runs.
  */
 
 export function serviceDefaultsFromConfig(
@@ -18,6 +25,7 @@ export function serviceDefaultsFromConfig(
   return {
     idempotencyRetentionMs: serviceDefaults.idempotencyRetentionMs,
     journalRetentionMs: serviceDefaults.journalRetentionMs,
+    maxJournalRetentionMs: serviceDefaults.maxJournalRetentionMs,
     workflowCompletionRetentionMs: serviceDefaults.workflowCompletionRetentionMs,
     inactivityTimeoutMs: invoker.inactivityTimeoutMs,
     abortTimeoutMs: invoker.abortTimeoutMs,
@@ -42,15 +50,28 @@ interface Snapshot {
   readonly services: ReadonlyMap<string, ActiveService>;
   /** Key: `${name}\n${revision}` (a newline cannot appear in a service name). */
   readonly revisions: ReadonlyMap<string, ServiceSchema>;
+  /** Registered clusters (oldest first), then the configuration file's. */
+  readonly kafkaClusters: ReadonlyMap<string, KafkaClusterSchema>;
+  /** Oldest first. */
+  readonly subscriptions: ReadonlyMap<string, SubscriptionSchema>;
 }
 
-const EMPTY: Snapshot = { deployments: new Map(), services: new Map(), revisions: new Map() };
+const EMPTY: Snapshot = {
+  deployments: new Map(),
+  services: new Map(),
+  revisions: new Map(),
+  kafkaClusters: new Map(),
+  subscriptions: new Map(),
+};
+
+/** Clusters of the configuration file have no creation time; restate shows them as created at the epoch. */
+const STATIC_CLUSTER_CREATED_AT = new Date(0);
 
 function revisionKey(name: string, revision: number): string {
   return `${name}\n${revision}`;
 }
 
-function buildSnapshot(rows: SchemaRows): Snapshot {
+function buildSnapshot(rows: SchemaRows, staticClusters: readonly KafkaClusterSchema[]): Snapshot {
   const revisions = new Map(rows.revisions.map((r) => [revisionKey(r.name, r.revision), r.schema]));
   const services = new Map<string, ActiveService>();
   for (const s of rows.services) {
@@ -64,6 +85,8 @@ function buildSnapshot(rows: SchemaRows): Snapshot {
     deployments: new Map(rows.deployments.map((d) => [d.id, d])),
     services: new Map([...services.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))),
     revisions,
+    kafkaClusters: new Map([...rows.kafkaClusters, ...staticClusters].map((c) => [c.name, c])),
+    subscriptions: new Map(rows.subscriptions.map((s) => [s.id, s])),
   };
 }
 
@@ -72,6 +95,8 @@ export type SchemaChangeListener = () => void;
 export class SchemaRegistry {
   readonly store: SchemaStore;
   readonly defaults: ServiceDefaults;
+  /** Kafka clusters of the configuration file: always present, never stored, read-only. */
+  readonly staticKafkaClusters: readonly KafkaClusterSchema[];
   private snapshot: Snapshot = EMPTY;
   private readonly listeners = new Set<SchemaChangeListener>();
   /** Loads run one after another, so an older read can never replace a newer one. */
@@ -86,15 +111,22 @@ export class SchemaRegistry {
     serviceDefaults: ServiceDefaultsConfig,
     retryPolicy: RetryPolicyConfig,
     invoker: Pick<InvokerConfig, 'inactivityTimeoutMs' | 'abortTimeoutMs'> = RESTATE_INVOKER_TIMEOUTS,
+    kafka: KafkaConfig = { clusters: [] },
   ) {
     this.store = 'transaction' in storage ? storage : new PgSchemaStore(storage);
     this.defaults = serviceDefaultsFromConfig(serviceDefaults, retryPolicy, invoker);
+    this.staticKafkaClusters = kafka.clusters.map((c) => ({
+      name: c.name,
+      properties: { ...c.properties },
+      createdAt: STATIC_CLUSTER_CREATED_AT,
+      static: true,
+    }));
   }
 
   /** (Re)reads every deployment and service from storage and swaps the view; listeners run afterwards. */
   load(): Promise<void> {
     const next = this.loading.then(async () => {
-      this.snapshot = buildSnapshot(await this.store.load());
+      this.snapshot = buildSnapshot(await this.store.load(), this.staticKafkaClusters);
       for (const listener of this.listeners) {
         try {
           listener();
@@ -144,6 +176,24 @@ export class SchemaRegistry {
       const overrides = latest !== undefined && latest.revision === revision ? latest.overrides : {};
       return [{ schema, revision, deploymentId: deployment.id, overrides }];
     });
+  }
+
+  kafkaCluster(name: string): KafkaClusterSchema | undefined {
+    return this.snapshot.kafkaClusters.get(name);
+  }
+
+  /** Registered clusters (oldest first), then those of the configuration file. */
+  kafkaClusters(): KafkaClusterSchema[] {
+    return [...this.snapshot.kafkaClusters.values()];
+  }
+
+  subscription(id: string): SubscriptionSchema | undefined {
+    return this.snapshot.subscriptions.get(id);
+  }
+
+  /** Oldest first. */
+  subscriptions(): SubscriptionSchema[] {
+    return [...this.snapshot.subscriptions.values()];
   }
 
   /** Runs `listener` after every reload; returns the function that unsubscribes it. */

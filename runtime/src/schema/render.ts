@@ -5,11 +5,13 @@ import type {
   HandlerSchema,
   HandlerType,
   InputRules,
+  KafkaClusterSchema,
   OnMaxAttempts,
   OutputRules,
   ProtocolType,
   ServiceDefaults,
   ServiceType,
+  SubscriptionSchema,
 } from './types.ts';
 
 /**
@@ -109,9 +111,14 @@ export interface RenderContext {
   defaults: ServiceDefaults;
 }
 
-/** `2026-11-21T20:43:51.067000000Z`: RFC 3339 with 9 fractional digits, as restate renders times. */
+/**
+ * `2026-11-21T20:43:51.067000000Z`: RFC 3339 with 9 fractional digits, as restate renders times; a time on a whole
+ * second has no fraction at all (`2026-11-21T23:35:03Z`), as restate (jiff) prints it.
+ */
 export function formatTimestamp(date: Date): string {
-  return `${date.toISOString().slice(0, -1)}000000Z`;
+  const iso = date.toISOString();
+  if (date.getUTCMilliseconds() === 0) return `${iso.slice(0, -5)}Z`;
+  return `${iso.slice(0, -1)}000000Z`;
 }
 
 /** restate's description of a JSON schema: its title, else its type, else nothing (the content type is shown). */
@@ -134,6 +141,18 @@ export function outputDescription(output: OutputRules): string {
     describeJsonSchema(output.jsonSchema) ??
     (output.setContentTypeIfEmpty ? `optional ${output.contentType}` : output.contentType)
   );
+}
+
+/**
+ * restate keeps JSON schemas as `serde_json::Value`, whose objects are sorted maps: it echoes them with keys in
+ * sorted order at every level (array order is kept). Ratchet stores them as the SDK sent them and sorts on output.
+ */
+export function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (typeof value !== 'object' || value === null) return value;
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value).sort()) out[key] = sortKeys((value as Record<string, unknown>)[key]);
+  return out;
 }
 
 function nonEmpty(map: Record<string, string> | undefined): map is Record<string, string> {
@@ -175,8 +194,8 @@ function renderHandler(handler: HandlerSchema, servicePublic: boolean, ctx: Rend
     public: servicePublic && handler.ingressPrivate !== true,
     input_description: inputDescription(handler.input),
     output_description: outputDescription(handler.output),
-    ...(handler.input.jsonSchema === undefined ? {} : { input_json_schema: handler.input.jsonSchema }),
-    ...(handler.output.jsonSchema === undefined ? {} : { output_json_schema: handler.output.jsonSchema }),
+    ...(handler.input.jsonSchema === undefined ? {} : { input_json_schema: sortKeys(handler.input.jsonSchema) }),
+    ...(handler.output.jsonSchema === undefined ? {} : { output_json_schema: sortKeys(handler.output.jsonSchema) }),
     retry_policy: {
       ...(p.initialIntervalMs === undefined ? {} : { initial_interval: formatDuration(p.initialIntervalMs) }),
       ...(p.exponentiationFactor === undefined ? {} : { exponentiation_factor: p.exponentiationFactor }),
@@ -293,6 +312,83 @@ export function renderDetailedDeployment(
     deployment,
     services.map((s) => renderService(s, ctx)),
   );
+}
+
+export interface SubscriptionResponseJson {
+  id: string;
+  source: string;
+  sink: string;
+  options: Record<string, string>;
+}
+
+export interface KafkaClusterResponseJson {
+  name: string;
+  properties: Record<string, string>;
+  created_at: string;
+  /** `KafkaClusterResponse` only (a single cluster); empty unless `include_subscriptions=true`. */
+  subscriptions?: SubscriptionResponseJson[];
+  info?: SchemaInfoJson[];
+}
+
+export function renderSubscription(subscription: SubscriptionSchema): SubscriptionResponseJson {
+  return {
+    id: subscription.id,
+    source: subscription.source,
+    sink: subscription.sink,
+    options: subscription.options,
+  };
+}
+
+/** librdkafka properties holding credentials or key material, beyond any name containing one of `SECRET_WORDS`. */
+const SECRET_PROPERTIES: ReadonlySet<string> = new Set([
+  'sasl.username',
+  'sasl.jaas.config',
+  'sasl.oauthbearer.config',
+  'sasl.oauthbearer.token.endpoint.url',
+  'sasl.oauthbearer.assertion.private.key.file',
+  'sasl.oauthbearer.assertion.private.key.pem',
+  'ssl.key.pem',
+  'ssl.key.location',
+  'ssl.keystore.location',
+]);
+const SECRET_WORDS = ['password', 'secret', 'passphrase'];
+export const REDACTED = '***';
+
+/** Properties as shown by the admin API: credentials replaced by `***`, matching restate-server's redaction. */
+export function redactKafkaProperties(properties: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(properties)) {
+    const lower = key.toLowerCase();
+    out[key] = SECRET_PROPERTIES.has(lower) || SECRET_WORDS.some((w) => lower.includes(w)) ? REDACTED : value;
+  }
+  return out;
+}
+
+/**
+ * restate calls clusters of its configuration file deprecated; for Ratchet they are a supported way to configure a
+ * cluster (the specification's, even), so the note only says where the cluster comes from.
+ */
+const STATIC_CLUSTER_INFO: SchemaInfoJson = {
+  message:
+    'This Kafka cluster is defined in the configuration file (kafka-clusters / RATCHET_KAFKA_CLUSTERS); it cannot ' +
+    'be changed or deleted through the admin API.',
+};
+
+/**
+ * `SimpleKafkaClusterResponse`, or `KafkaClusterResponse` when `subscriptions` is given. Clusters of the
+ * configuration file carry a note saying so as `info`, and the epoch as creation time (as restate shows them).
+ */
+export function renderKafkaCluster(
+  cluster: KafkaClusterSchema,
+  subscriptions?: readonly SubscriptionSchema[],
+): KafkaClusterResponseJson {
+  return {
+    name: cluster.name,
+    properties: redactKafkaProperties(cluster.properties),
+    created_at: formatTimestamp(cluster.createdAt),
+    ...(subscriptions === undefined ? {} : { subscriptions: subscriptions.map(renderSubscription) }),
+    ...(cluster.static ? { info: [STATIC_CLUSTER_INFO] } : {}),
+  };
 }
 
 /** Float fields of restate's shapes (`f32`), which serde always writes with a fraction: `2.0`. Keyed by parent. */

@@ -102,6 +102,8 @@ export interface ActiveService {
 export interface ServiceDefaults {
   idempotencyRetentionMs: number;
   journalRetentionMs: number;
+  /** Upper bound of any journal retention (RT0022); undefined = no bound. */
+  maxJournalRetentionMs: number | undefined;
   workflowCompletionRetentionMs: number;
   inactivityTimeoutMs: number;
   abortTimeoutMs: number;
@@ -112,4 +114,32 @@ export interface ServiceDefaults {
     maxIntervalMs: number;
     onMaxAttempts: OnMaxAttempts;
   };
+}
+
+/**
+ * A Kafka cluster subscriptions can read from: registered through the admin API (stored), or defined in the
+ * configuration file (`static`, read-only, never stored).
+ */
+export interface KafkaClusterSchema {
+  name: string;
+  /** librdkafka properties, in the order given; always holds `bootstrap.servers` or `metadata.broker.list`. */
+  properties: Record<string, string>;
+  createdAt: Date;
+  static: boolean;
+}
+
+/** A Kafka subscription: records of `kafka://<cluster>/<topic>` become invocations of `service://<service>/<handler>`. */
+export interface SubscriptionSchema {
+  id: string;
+  /** As rendered: `kafka://<cluster>/<topic>`. */
+  source: string;
+  /** As rendered: `service://<service>/<handler>`. */
+  sink: string;
+  cluster: string;
+  topic: string;
+  serviceName: string;
+  handlerName: string;
+  /** Consumer options, with `group.id` and `client.id` filled in when neither the request nor the cluster set them. */
+  options: Record<string, string>;
+  createdAt: Date;
 }

@@ -3,9 +3,10 @@ import http2 from 'node:http2';
 import type { Socket } from 'node:net';
 import * as restate from '@restatedev/restate-sdk';
 import type { FastifyInstance } from 'fastify';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { buildAdminApp } from '../../../runtime/src/admin/app.ts';
 import { loadConfig } from '../../../runtime/src/config/config.ts';
+import { createSchemaOperations } from '../../../runtime/src/schema/operations.ts';
 import { createRegistration } from '../../../runtime/src/schema/register.ts';
 import { SchemaRegistry } from '../../../runtime/src/schema/registry.ts';
 import { migrate } from '../../../runtime/src/storage/pg/migrate.ts';
@@ -33,7 +34,15 @@ export interface AdminHarness {
   close(): Promise<void>;
 }
 
-export async function startAdminHarness(options: { clusterName?: string } = {}): Promise<AdminHarness> {
+export interface AdminHarnessOptions {
+  clusterName?: string;
+  /** More `RATCHET_*` settings, e.g. `RATCHET_MAX_JOURNAL_RETENTION` or `RATCHET_KAFKA_CLUSTERS`. */
+  env?: Record<string, string>;
+  /** The admin app's logger (default: silent unless RATCHET_TEST_LOG_LEVEL). */
+  logger?: Logger;
+}
+
+export async function startAdminHarness(options: AdminHarnessOptions = {}): Promise<AdminHarness> {
   const db = await createTestDatabase();
   const pool = createPool({ url: db.url, max: 4, applicationName: 'ratchet admin test' });
   const client = await pool.connect();
@@ -42,13 +51,21 @@ export async function startAdminHarness(options: { clusterName?: string } = {}):
   } finally {
     client.release();
   }
-  const config = loadConfig({ env: { RATCHET_CLUSTER_NAME: options.clusterName ?? 'admin-test' } });
-  const logger = pino({ level: process.env['RATCHET_TEST_LOG_LEVEL'] ?? 'silent' });
-  const registry = new SchemaRegistry(pool, config.serviceDefaults, config.defaultRetryPolicy, config.invoker);
+  const config = loadConfig({ env: { RATCHET_CLUSTER_NAME: options.clusterName ?? 'admin-test', ...options.env } });
+  const logger = options.logger ?? pino({ level: process.env['RATCHET_TEST_LOG_LEVEL'] ?? 'silent' });
+  const registry = new SchemaRegistry(
+    pool,
+    config.serviceDefaults,
+    config.defaultRetryPolicy,
+    config.invoker,
+    config.kafka,
+  );
   await registry.load();
+  const discovery = { registry, clusterName: config.clusterName, logger, discoveryTimeoutMs: 5_000 };
   const app = buildAdminApp({
     registry,
-    register: createRegistration({ registry, clusterName: config.clusterName, logger, discoveryTimeoutMs: 5_000 }),
+    register: createRegistration(discovery),
+    operations: createSchemaOperations(discovery),
     version: RATCHET_TEST_VERSION,
     ingressEndpoint: 'http://127.0.0.1:8080/',
     clusterName: config.clusterName,
@@ -159,5 +176,16 @@ export function fixedDiscovery(answer: { status?: number; contentType?: string; 
       'x-restate-server': 'fake-sdk/0.0.1',
     });
     res.end(answer.body);
+  };
+}
+
+/** A JSON serde that advertises `jsonSchema` in the manifest (what a schema library would generate). */
+export function jsonSerdeWithSchema<T>(jsonSchema: object): restate.Serde<T> {
+  const json = new restate.serde.JsonSerde<T>();
+  return {
+    contentType: 'application/json',
+    jsonSchema,
+    serialize: (value: T) => json.serialize(value),
+    deserialize: (data: Uint8Array) => json.deserialize(data),
   };
 }

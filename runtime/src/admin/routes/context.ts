@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import type { SchemaOperations } from '../../schema/operations.ts';
 import type { RegisterDeployment } from '../../schema/register.ts';
 import type { SchemaRegistry } from '../../schema/registry.ts';
 import type { AdminApiVersion } from '../request.ts';
@@ -7,11 +8,15 @@ import type { AdminApiVersion } from '../request.ts';
 export interface AdminRouteContext {
   readonly registry: SchemaRegistry;
   readonly register: RegisterDeployment;
+  /** Every other schema change (deployment update/delete, service settings, Kafka clusters, subscriptions). */
+  readonly operations: SchemaOperations;
   readonly version: string;
   readonly ingressEndpoint: string;
   readonly clusterName: string;
   /** The admin API version of the path prefix (`/v2` → 2); undefined for unprefixed paths. */
   readonly apiVersion: AdminApiVersion;
+  /** The admin API's own OpenAPI document, built from the routes registered (served by `GET /openapi`). */
+  readonly openApi: () => unknown;
 }
 
 export type AdminRoutes = (scope: FastifyInstance, ctx: AdminRouteContext) => void;

@@ -1,25 +1,40 @@
+import type { FastifyRequest } from 'fastify';
 import { DeploymentId } from '../../ids/deployment-id.ts';
 import { InvalidIdError } from '../../ids/id-codec.ts';
-import { DeploymentNotFoundError } from '../../schema/errors.ts';
+import { DeploymentNotFoundError, DeprecatedPutDeploymentError } from '../../schema/errors.ts';
 import { renderDeployment, renderDetailedDeployment, renderRegisterResponse } from '../../schema/render.ts';
 import type { DeploymentSchema } from '../../schema/types.ts';
 import { InvalidPathParameterError } from '../errors.ts';
 import { sendJson } from '../reply.ts';
-import { parseRegisterDeploymentRequest, readJsonBody } from '../request.ts';
+import {
+  parseBooleanQuery,
+  parseRegisterDeploymentRequest,
+  parseUpdateDeploymentRequest,
+  readJsonBody,
+} from '../request.ts';
 import type { AdminRoutes, AdminRouteContext } from './context.ts';
 
-function deploymentParam(ctx: AdminRouteContext, value: string): DeploymentSchema {
-  let id: string;
+/** A well-formed deployment id (400 text otherwise, like restate's path extractor). */
+function deploymentIdParam(value: string): string {
   try {
-    id = DeploymentId.parse(value);
+    return DeploymentId.parse(value);
   } catch (err) {
     if (err instanceof InvalidIdError) throw new InvalidPathParameterError('deployment', value, err.reason);
     throw err;
   }
+}
+
+function deploymentParam(ctx: AdminRouteContext, value: string): DeploymentSchema {
+  const id = deploymentIdParam(value);
   const deployment = ctx.registry.deployment(id);
   if (deployment === undefined) throw new DeploymentNotFoundError(id);
   return deployment;
 }
+
+type DeploymentRequest = FastifyRequest<{ Params: { deployment: string }; Querystring: Record<string, unknown> }>;
+
+/** Response header of `DELETE /deployments/{id}`: how many unfinished invocations were pinned to it. */
+export const PINNED_INVOCATIONS_HEADER = 'x-ratchet-pinned-invocations';
 
 export const deploymentRoutes: AdminRoutes = (scope, ctx) => {
   scope.get('/deployments', async (_req, reply) =>
@@ -43,4 +58,45 @@ export const deploymentRoutes: AdminRoutes = (scope, ctx) => {
     const services = ctx.registry.deploymentServices(deployment);
     return sendJson(reply, renderDetailedDeployment(deployment, services, ctx.registry.defaults));
   });
+
+  const update = async (req: DeploymentRequest, method: 'PATCH' | 'PUT'): Promise<unknown> => {
+    const id = deploymentIdParam(req.params.deployment);
+    const body = readJsonBody(req.headers['content-type'], req.body as Buffer | undefined);
+    // PUT is the admin API v1/v2 spelling of PATCH; later versions refuse it (after reading the request, like restate).
+    if (method === 'PUT' && ctx.apiVersion !== 2) throw new DeprecatedPutDeploymentError();
+    const result = await ctx.operations.updateDeployment(id, parseUpdateDeploymentRequest(body));
+    return renderDetailedDeployment(result.deployment, result.services, ctx.registry.defaults);
+  };
+
+  scope.patch<{ Params: { deployment: string } }>('/deployments/:deployment', async (req, reply) => {
+    if (req.params.deployment === '') return reply.callNotFound();
+    return sendJson(reply, await update(req as DeploymentRequest, 'PATCH'));
+  });
+
+  scope.put<{ Params: { deployment: string } }>('/deployments/:deployment', async (req, reply) => {
+    if (req.params.deployment === '') return reply.callNotFound();
+    return sendJson(reply, await update(req as DeploymentRequest, 'PUT'));
+  });
+
+  scope.delete<{ Params: { deployment: string }; Querystring: Record<string, unknown> }>(
+    '/deployments/:deployment',
+    async (req, reply) => {
+      if (req.params.deployment === '') return reply.callNotFound();
+      const id = deploymentIdParam(req.params.deployment);
+      const force = parseBooleanQuery('force', req.query['force']);
+      // Only forced deletion exists (restate answers the same 501 with an empty body).
+      if (force !== true) return reply.code(501).send();
+      const result = await ctx.operations.deleteDeployment(id);
+      // The body stays empty (restate clients expect nothing); pinned invocations are reported in a header.
+      reply.header(PINNED_INVOCATIONS_HEADER, String(result.pinned.count));
+      if (result.pinned.count > 0) {
+        reply.header(
+          'warning',
+          `199 ratchet "${result.pinned.count} invocation(s) not completed yet were pinned to deployment ${id}; ` +
+            'they cannot make progress on it"',
+        );
+      }
+      return reply.code(202).send();
+    },
+  );
 };

@@ -5,7 +5,9 @@ import { InvalidIdError } from '../../ids/id-codec.ts';
 import { InvocationId } from '../../ids/invocation-id.ts';
 import type { DeploymentChoice } from '../../engine/types.ts';
 import { DeploymentId } from '../../ids/deployment-id.ts';
-import { RequestExtractionError } from '../errors.ts';
+import { ServiceNotFoundError } from '../../schema/errors.ts';
+import { JsonBodyShapeError, RequestExtractionError } from '../errors.ts';
+import { readJsonBody } from '../request.ts';
 import { sendJson } from '../reply.ts';
 import type { AdminRoutes } from './context.ts';
 
@@ -23,46 +25,68 @@ class InvalidQueryError extends RequestExtractionError {
   }
 }
 
+/** 400 for a query parameter that is well-formed for the query string but not for its type (restate's JSON style). */
+class InvalidQueryParameterError extends RatchetError {
+  readonly code = undefined;
+  readonly status = 400;
+  constructor(name: string, reason: string) {
+    super(`The query parameter '${name}' is invalid. Reason: ${reason}`);
+  }
+}
+
 /**
- * `deployment=Keep|Latest` (any case), `deployment=dp_…`, or the JSON object form `deployment={"Id":"dp_…"}`
- * (URL-encoded). Undefined when absent.
+ * The `deployment` query parameter: `Keep` / `Latest` (any case), a deployment id, restate's own encoding of the
+ * object form `deployment[Id]=dp_…`, or the object form as URL-encoded JSON `deployment={"Id":"dp_…"}` (which
+ * restate-server refuses; Ratchet accepts it, as its specification asks). Undefined when absent.
  */
-export function parseDeploymentChoice(raw: string | undefined): DeploymentChoice | undefined {
-  if (raw === undefined || raw === '') return undefined;
-  const lower = raw.toLowerCase();
-  if (lower === 'keep') return { kind: 'keep' };
-  if (lower === 'latest') return { kind: 'latest' };
+export function parseDeploymentChoice(query: Query): DeploymentChoice | undefined {
+  const bracketed = query['deployment[Id]'] ?? query['deployment[id]'];
+  const raw = bracketed ?? query.deployment;
+  if (raw === undefined) return undefined;
+  if (bracketed === undefined) {
+    const lower = raw.toLowerCase();
+    if (lower === 'keep') return { kind: 'keep' };
+    if (lower === 'latest') return { kind: 'latest' };
+  }
   let id = raw;
-  if (raw.startsWith('{')) {
+  if (bracketed === undefined && raw.startsWith('{')) {
     let parsed: unknown;
     try {
       parsed = JSON.parse(raw);
     } catch {
-      throw new InvalidQueryError(`deployment: expected Keep, Latest, a deployment id or {"Id":"dp_…"}, got ${raw}`);
+      throw new InvalidQueryParameterError('deployment', 'bad format');
     }
-    const obj = parsed as { Id?: unknown; id?: unknown };
-    const value = obj.Id ?? obj.id;
-    if (typeof value !== 'string') {
-      throw new InvalidQueryError(`deployment: the object form needs a string "Id", got ${raw}`);
-    }
+    const obj = parsed as { Id?: unknown; id?: unknown } | null;
+    const value = obj?.Id ?? obj?.id;
+    if (typeof value !== 'string') throw new InvalidQueryParameterError('deployment', 'bad format');
     id = value;
   }
   try {
     DeploymentId.parse(id);
   } catch (err) {
-    throw new InvalidQueryError(`deployment: '${id}' is not Keep, Latest or a deployment id (${idReason(err)})`);
+    throw new InvalidQueryParameterError('deployment', err instanceof InvalidIdError ? err.reason : 'bad format');
   }
   return { kind: 'id', id };
 }
 
-/** `from`: an unsigned 32-bit integer; default 0. */
+/** `from`: an unsigned 32-bit integer; absent = 0. Refusals worded as Rust's integer parser words them. */
 export function parseFrom(raw: string | undefined): number {
-  if (raw === undefined || raw === '') return 0;
-  if (!/^\d+$/.test(raw) || Number(raw) > 0xffffffff) {
-    throw new InvalidQueryError(`from: invalid digit found in string or number too large to fit in u32: ${raw}`);
-  }
-  return Number(raw);
+  if (raw === undefined) return 0;
+  if (raw === '') throw new InvalidQueryError('from: cannot parse integer from empty string');
+  if (!/^\+?\d+$/.test(raw)) throw new InvalidQueryError('from: invalid digit found in string');
+  const n = Number(raw.replace(/^\+/, ''));
+  if (n > 0xffffffff) throw new InvalidQueryError('from: number too large to fit in target type');
+  return n;
 }
+
+const DELETE_MODES: Record<string, 'cancel' | 'kill' | 'purge'> = {
+  Cancel: 'cancel',
+  cancel: 'cancel',
+  Kill: 'kill',
+  kill: 'kill',
+  Purge: 'purge',
+  purge: 'purge',
+};
 
 class InvalidInvocationIdError extends RatchetError {
   readonly code = undefined;
@@ -72,12 +96,11 @@ class InvalidInvocationIdError extends RatchetError {
   }
 }
 
-class UnsupportedDeleteModeError extends RatchetError {
-  readonly code = undefined;
+class UnsupportedDeleteModeError extends RequestExtractionError {
   readonly status = 400;
   constructor(mode: string) {
     super(
-      `The request field 'mode' is invalid. Reason: unknown variant \`${mode}\`, expected one of \`Cancel\`, \`Kill\`, \`Purge\``,
+      `Failed to deserialize query string: mode: unknown variant \`${mode}\`, expected one of \`Cancel\`, \`cancel\`, \`Kill\`, \`kill\`, \`Purge\`, \`purge\``,
     );
   }
 }
@@ -96,21 +119,68 @@ function idReason(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-async function cancel(engine: Engine, raw: string): Promise<void> {
-  const id = invocationParam(raw);
+/** 202 when the handler will see the cancellation, 200 when it was done at once (the invocation had not started). */
+async function cancel(engine: Engine, id: InvocationId): Promise<200 | 202> {
   const outcome = await engine.cancel(id);
   if (outcome === 'not_found') throw new InvocationNotFoundError(id);
   if (outcome === 'completed') throw new InvocationAlreadyCompletedError(id);
+  return outcome === 'done' ? 200 : 202;
+}
+
+class ServiceStateNotModifiableError extends RatchetError {
+  readonly code = undefined;
+  readonly status = 400;
+  constructor(ty: string) {
+    super(`Cannot modify state for service type ${ty}`);
+  }
+}
+
+/** `ModifyServiceStateRequest`: `{object_key, new_state: {key: [byte…]}, version?, scope?}`. */
+function parseModifyState(body: unknown): {
+  key: string;
+  version: string | undefined;
+  entries: { key: Buffer; value: Buffer }[];
+} {
+  const shape = (detail: string): JsonBodyShapeError => new JsonBodyShapeError(detail);
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw shape('invalid type: expected struct ModifyServiceStateRequest');
+  }
+  const b = body as Record<string, unknown>;
+  if (typeof b.object_key !== 'string') throw shape('missing field `object_key`');
+  if (b.version !== undefined && b.version !== null && typeof b.version !== 'string') {
+    throw shape('invalid type for `version`: expected a string');
+  }
+  if (b.scope !== undefined && b.scope !== null) {
+    throw new FlowControlDisabledError();
+  }
+  const state = b.new_state;
+  if (typeof state !== 'object' || state === null || Array.isArray(state)) throw shape('missing field `new_state`');
+  const entries: { key: Buffer; value: Buffer }[] = [];
+  for (const [k, v] of Object.entries(state as Record<string, unknown>)) {
+    if (!Array.isArray(v) || !v.every((n) => Number.isInteger(n) && (n as number) >= 0 && (n as number) <= 255)) {
+      throw shape(`new_state.${k}: expected an array of bytes (integers 0 to 255)`);
+    }
+    entries.push({ key: Buffer.from(k, 'utf8'), value: Buffer.from(v as number[]) });
+  }
+  return { key: b.object_key, version: typeof b.version === 'string' ? b.version : undefined, entries };
+}
+
+/** RT0024: scopes need the experimental flow-control feature, which Ratchet does not have. */
+class FlowControlDisabledError extends RatchetError {
+  readonly code = 'RT0024';
+  readonly status = 400;
+  constructor() {
+    super('scoped virtual object instances require flow control (vqueues), which is not enabled');
+  }
 }
 
 type IdParams = { Params: { id: string } };
 type Query = Record<string, string | undefined>;
 
 export function invocationRoutes(engine: Engine): AdminRoutes {
-  return (scope) => {
+  return (scope, { registry }) => {
     scope.patch<IdParams>('/invocations/:id/cancel', async (req, reply) => {
-      await cancel(engine, req.params.id);
-      return reply.code(202).send();
+      return reply.code(await cancel(engine, invocationParam(req.params.id))).send();
     });
 
     scope.patch<IdParams>('/invocations/:id/kill', async (req, reply) => {
@@ -125,7 +195,7 @@ export function invocationRoutes(engine: Engine): AdminRoutes {
 
     scope.patch<IdParams & { Querystring: Query }>('/invocations/:id/resume', async (req, reply) => {
       const id = invocationParam(req.params.id);
-      await engine.resume(id, parseDeploymentChoice(req.query.deployment));
+      await engine.resume(id, parseDeploymentChoice(req.query));
       return reply.code(200).send();
     });
 
@@ -142,25 +212,31 @@ export function invocationRoutes(engine: Engine): AdminRoutes {
     scope.patch<IdParams & { Querystring: Query }>('/invocations/:id/restart-as-new', async (req, reply) => {
       const id = invocationParam(req.params.id);
       const from = parseFrom(req.query.from);
-      const newId = await engine.restartAsNew(id, from, parseDeploymentChoice(req.query.deployment));
+      const newId = await engine.restartAsNew(id, from, parseDeploymentChoice(req.query));
       return sendJson(reply, { new_invocation_id: newId });
     });
 
+    scope.post<{ Params: { service: string } }>('/services/:service/state', async (req, reply) => {
+      const service = registry.service(req.params.service);
+      if (service === undefined) throw new ServiceNotFoundError(req.params.service);
+      if (service.schema.ty === 'Service') throw new ServiceStateNotModifiableError(service.schema.ty);
+      const request = parseModifyState(readJsonBody(req.headers['content-type'], req.body as Buffer | undefined));
+      await engine.modifyState(service.schema.name, request.key, request.version, request.entries);
+      return reply.code(202).send();
+    });
+
+    // Deprecated; answers 202 for any well-formed id, whatever the invocation's state (as restate does).
     scope.delete<IdParams & { Querystring: Query }>('/invocations/:id', async (req, reply) => {
-      const mode = req.query.mode ?? 'Cancel';
+      const rawMode = req.query.mode ?? 'Cancel';
+      const mode = DELETE_MODES[rawMode];
+      if (mode === undefined) throw new UnsupportedDeleteModeError(rawMode);
       const id = invocationParam(req.params.id);
-      switch (mode) {
-        case 'Cancel':
-          await cancel(engine, id);
-          break;
-        case 'Kill':
-          await engine.kill(id);
-          break;
-        case 'Purge':
-          await engine.purge(id);
-          break;
-        default:
-          throw new UnsupportedDeleteModeError(mode);
+      try {
+        if (mode === 'cancel') await cancel(engine, id);
+        else if (mode === 'kill') await engine.kill(id);
+        else await engine.purge(id);
+      } catch (err) {
+        if (!(err instanceof RatchetError) || err.status >= 500) throw err;
       }
       return reply.code(202).send();
     });

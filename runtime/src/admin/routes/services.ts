@@ -1,7 +1,9 @@
 import { HandlerNotFoundError, ServiceNotFoundError } from '../../schema/errors.ts';
 import { renderHandlerOf, renderService, type RenderContext } from '../../schema/render.ts';
+import { serviceOpenApi } from '../../schema/service-openapi.ts';
 import type { ActiveService } from '../../schema/types.ts';
 import { sendJson } from '../reply.ts';
+import { parseModifyServiceRequest, readJsonBody } from '../request.ts';
 import type { AdminRoutes, AdminRouteContext } from './context.ts';
 
 function renderContext(ctx: AdminRouteContext, service: ActiveService): RenderContext {
@@ -23,6 +25,17 @@ export const serviceRoutes: AdminRoutes = (scope, ctx) => {
   scope.get<{ Params: { service: string } }>('/services/:service', async (req, reply) => {
     const service = serviceParam(ctx, req.params.service);
     return sendJson(reply, renderService(service, renderContext(ctx, service)));
+  });
+
+  scope.patch<{ Params: { service: string } }>('/services/:service', async (req, reply) => {
+    const body = readJsonBody(req.headers['content-type'], req.body as Buffer | undefined);
+    const service = await ctx.operations.modifyService(req.params.service, parseModifyServiceRequest(body));
+    return sendJson(reply, renderService(service, renderContext(ctx, service)));
+  });
+
+  scope.get<{ Params: { service: string } }>('/services/:service/openapi', async (req, reply) => {
+    const service = serviceParam(ctx, req.params.service);
+    return sendJson(reply, serviceOpenApi(service, ctx.ingressEndpoint));
   });
 
   scope.get<{ Params: { service: string } }>('/services/:service/handlers', async (req, reply) => {

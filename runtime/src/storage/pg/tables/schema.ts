@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import type {
+  DeploymentUpdateWrite,
   RegistrationWrite,
   SchemaChangeSubscription,
   SchemaRows,
@@ -11,16 +12,19 @@ import type {
 import type {
   DeploymentSchema,
   HandlerSchema,
+  KafkaClusterSchema,
   ProtocolType,
   ServiceOverrides,
   ServiceSchema,
   ServiceType,
+  SubscriptionSchema,
 } from '../../../schema/types.ts';
+import * as kafka from './subscriptions.ts';
 
 /**
- * `ratchet.deployment`, `ratchet.service_revision` and `ratchet.service`. Registrations are rare and small; every
- * one runs in a single transaction under an advisory lock, and announces itself with NOTIFY so that the schema
- * registry of every runtime process reloads.
+ * `ratchet.deployment`, `ratchet.service_revision` and `ratchet.service` (plus the Kafka tables of
+ * `subscriptions.ts`). Schema changes are rare and small; every one runs in a single transaction under an advisory
+ * lock, and announces itself with NOTIFY so that the schema registry of every runtime process reloads.
  */
 
 /** Any fixed 64-bit key, shared by every Ratchet process on the database; distinct from the migration lock. */
@@ -228,6 +232,156 @@ class PgSchemaTransaction implements SchemaTransaction {
     }
     await this.client.query(`SELECT pg_notify($1, $2)`, [SCHEMA_CHANGED_CHANNEL, d.id]);
   }
+
+  async deployment(id: string): Promise<DeploymentSchema | undefined> {
+    const res = await this.client.query<DeploymentRow>(
+      `SELECT ${DEPLOYMENT_COLUMNS} FROM ratchet.deployment WHERE id = $1`,
+      [id],
+    );
+    const row = res.rows[0];
+    return row === undefined ? undefined : toDeployment(row);
+  }
+
+  async highestRevisions(names: readonly string[]): Promise<Map<string, number>> {
+    const res = await this.client.query<{ name: string; revision: number }>(
+      `SELECT s.name, max(s.revision)::int AS revision
+       FROM ratchet.deployment d, jsonb_to_recordset(d.services) AS s(name text, revision int)
+       WHERE s.name = ANY($1::text[]) GROUP BY s.name`,
+      [names],
+    );
+    return new Map(res.rows.map((r) => [r.name, r.revision]));
+  }
+
+  async updateDeployment(write: DeploymentUpdateWrite): Promise<void> {
+    const d = write.deployment;
+    await this.client.query(
+      `UPDATE ratchet.deployment SET uri = $2, protocol_type = $3, http_version = $4, additional_headers = $5::jsonb,
+         min_protocol_version = $6, max_protocol_version = $7, sdk_version = $8, services = $9::jsonb,
+         manifest = COALESCE($10::jsonb, manifest)
+       WHERE id = $1`,
+      [
+        d.id,
+        d.uri,
+        d.protocolType,
+        d.httpVersion,
+        JSON.stringify(d.additionalHeaders),
+        d.minProtocolVersion,
+        d.maxProtocolVersion,
+        d.sdkVersion ?? null,
+        JSON.stringify(d.services),
+        write.manifest === undefined ? null : JSON.stringify(write.manifest),
+      ],
+    );
+    if (write.revisions.length > 0) {
+      await this.client.query(
+        `INSERT INTO ratchet.service_revision (name, revision, deployment_id, metadata)
+         SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::jsonb[])
+         ON CONFLICT (name, revision) DO UPDATE SET deployment_id = EXCLUDED.deployment_id, metadata = EXCLUDED.metadata`,
+        [
+          write.revisions.map((r) => r.schema.name),
+          write.revisions.map((r) => r.revision),
+          write.revisions.map(() => d.id),
+          write.revisions.map((r) => JSON.stringify(encodeSchema(r.schema))),
+        ],
+      );
+    }
+  }
+
+  async deleteDeployment(id: string): Promise<boolean> {
+    const res = await this.client.query('DELETE FROM ratchet.deployment WHERE id = $1', [id]);
+    if ((res.rowCount ?? 0) === 0) return false;
+    await this.client.query('DELETE FROM ratchet.service_revision WHERE deployment_id = $1', [id]);
+    return true;
+  }
+
+  async refreshServices(names: readonly string[], resetOverrides: ReadonlySet<string>): Promise<void> {
+    if (names.length === 0) return;
+    const best = await this.client.query<{ name: string; revision: number; deployment_id: string; ty: string }>(
+      `SELECT DISTINCT ON (s.name) s.name, s.revision, d.id AS deployment_id, r.metadata->>'ty' AS ty
+       FROM ratchet.deployment d
+       CROSS JOIN jsonb_to_recordset(d.services) AS s(name text, revision int)
+       JOIN ratchet.service_revision r ON r.name = s.name AND r.revision = s.revision
+       WHERE s.name = ANY($1::text[])
+       ORDER BY s.name, s.revision DESC`,
+      [names],
+    );
+    const current = await this.latestServices(names);
+    const found = new Set<string>();
+    for (const row of best.rows) {
+      found.add(row.name);
+      const previous = current.get(row.name);
+      const keep =
+        previous !== undefined &&
+        previous.revision === row.revision &&
+        previous.deploymentId === row.deployment_id &&
+        !resetOverrides.has(row.name);
+      await this.client.query(
+        `INSERT INTO ratchet.service (name, revision, deployment_id, ty, overrides) VALUES ($1, $2, $3, $4, $5::jsonb)
+         ON CONFLICT (name) DO UPDATE SET revision = EXCLUDED.revision, deployment_id = EXCLUDED.deployment_id,
+           ty = EXCLUDED.ty, overrides = EXCLUDED.overrides`,
+        [row.name, row.revision, row.deployment_id, row.ty, JSON.stringify(keep ? previous.overrides : {})],
+      );
+    }
+    const gone = names.filter((n) => !found.has(n));
+    if (gone.length > 0) {
+      await this.client.query('DELETE FROM ratchet.service WHERE name = ANY($1::text[])', [gone]);
+    }
+  }
+
+  async setServiceOverrides(name: string, overrides: ServiceOverrides): Promise<boolean> {
+    const res = await this.client.query('UPDATE ratchet.service SET overrides = $2::jsonb WHERE name = $1', [
+      name,
+      JSON.stringify(overrides),
+    ]);
+    return (res.rowCount ?? 0) > 0;
+  }
+
+  async pinnedInvocations(deploymentId: string, sample: number): Promise<{ count: number; sample: string[] }> {
+    const res = await this.client.query<{ count: string }>(
+      `SELECT count(*)::text AS count FROM ratchet.invocation WHERE deployment_id = $1 AND status <> 'completed'`,
+      [deploymentId],
+    );
+    const count = Number(res.rows[0]?.count ?? '0');
+    if (count === 0 || sample <= 0) return { count, sample: [] };
+    const ids = await this.client.query<{ id: string }>(
+      `SELECT id FROM ratchet.invocation WHERE deployment_id = $1 AND status <> 'completed'
+       ORDER BY created_at, id LIMIT $2`,
+      [deploymentId, sample],
+    );
+    return { count, sample: ids.rows.map((r) => r.id) };
+  }
+
+  kafkaCluster(name: string): Promise<KafkaClusterSchema | undefined> {
+    return kafka.findKafkaCluster(this.client, name);
+  }
+
+  insertKafkaCluster(cluster: KafkaClusterSchema): Promise<void> {
+    return kafka.insertKafkaCluster(this.client, cluster);
+  }
+
+  updateKafkaClusterProperties(name: string, properties: Record<string, string>): Promise<void> {
+    return kafka.updateKafkaClusterProperties(this.client, name, properties);
+  }
+
+  deleteKafkaCluster(name: string): Promise<boolean> {
+    return kafka.deleteKafkaCluster(this.client, name);
+  }
+
+  subscriptionsOfCluster(name: string): Promise<SubscriptionSchema[]> {
+    return kafka.subscriptionsOfCluster(this.client, name);
+  }
+
+  insertSubscription(subscription: SubscriptionSchema): Promise<void> {
+    return kafka.insertSubscription(this.client, subscription);
+  }
+
+  deleteSubscription(id: string): Promise<boolean> {
+    return kafka.deleteSubscription(this.client, id);
+  }
+
+  async announce(): Promise<void> {
+    await this.client.query(`SELECT pg_notify($1, '')`, [SCHEMA_CHANGED_CHANNEL]);
+  }
 }
 
 export class PgSchemaStore implements SchemaStore {
@@ -236,7 +390,7 @@ export class PgSchemaStore implements SchemaStore {
   async load(): Promise<SchemaRows> {
     const client = await this.pool.connect();
     try {
-      // One snapshot for the three reads, so a concurrent registration is seen entirely or not at all.
+      // One snapshot for all reads, so a concurrent registration is seen entirely or not at all.
       await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
       try {
         const deployments = await client.query<DeploymentRow>(
@@ -252,6 +406,8 @@ export class PgSchemaStore implements SchemaStore {
         const services = await client.query<ServiceRow>(
           `SELECT name, revision, deployment_id, ty, overrides FROM ratchet.service ORDER BY name`,
         );
+        const kafkaClusters = await kafka.loadKafkaClusters(client);
+        const subscriptions = await kafka.loadSubscriptions(client);
         await client.query('COMMIT');
         return {
           deployments: deployments.rows.map(toDeployment),
@@ -262,6 +418,8 @@ export class PgSchemaStore implements SchemaStore {
             schema: decodeSchema(r.metadata),
           })),
           services: services.rows.map(toService),
+          kafkaClusters,
+          subscriptions,
         };
       } catch (err) {
         await client.query('ROLLBACK');

@@ -1,0 +1,423 @@
+/**
+ * What the admin API's OpenAPI document says about each operation, keyed by method and path shape (`{}` for any
+ * path parameter, so the description does not depend on how a route names its parameters). The document lists only
+ * the routes the app actually registered (see `document.ts`), each described from here; operation ids, tags and
+ * body schemas follow restate-server 1.7.12's document.
+ */
+
+export type Tag =
+  | 'deployment'
+  | 'invocation'
+  | 'subscription'
+  | 'kafka_cluster'
+  | 'service'
+  | 'service_handler'
+  | 'health'
+  | 'version'
+  | 'openapi';
+
+export interface QueryParameterDoc {
+  name: string;
+  description: string;
+  schema: Record<string, unknown>;
+}
+
+export interface SuccessDoc {
+  status: string;
+  description: string;
+  /** Component schema of a JSON body; none = empty body. */
+  schema?: string;
+  headers?: Record<string, { description: string; schema: Record<string, unknown> }>;
+}
+
+export interface OperationDoc {
+  operationId: string;
+  tag: Tag;
+  summary: string;
+  description: string;
+  query?: QueryParameterDoc[];
+  /** Component schema of the JSON request body. */
+  body?: string;
+  success: SuccessDoc[];
+  /** Error statuses, each described by a shared response (`components.responses`). */
+  errors: number[];
+}
+
+export const TAGS: { name: Tag; description: string }[] = [
+  { name: 'deployment', description: 'Service deployment management' },
+  { name: 'invocation', description: 'Invocation management' },
+  { name: 'subscription', description: 'Kafka subscription management (registry only: Ratchet does not consume yet)' },
+  { name: 'kafka_cluster', description: 'Kafka cluster management' },
+  { name: 'service', description: 'Service management' },
+  { name: 'service_handler', description: 'Service handlers metadata' },
+  { name: 'health', description: 'Admin API health' },
+  { name: 'version', description: 'API version' },
+  { name: 'openapi', description: 'This document' },
+];
+
+const BOOLEAN_QUERY = { type: ['boolean', 'null'] };
+const LOCATION = { location: { description: 'Relative path of the created resource', schema: { type: 'string' } } };
+const EXTRACTION = [400, 415, 422];
+
+export const OPERATIONS: Record<string, OperationDoc> = {
+  'GET /health': {
+    operationId: 'health',
+    tag: 'health',
+    summary: 'Health check',
+    description: 'Answers 200 with an empty body while the admin API is up.',
+    success: [{ status: '200', description: 'Healthy' }],
+    errors: [],
+  },
+  'GET /version': {
+    operationId: 'version',
+    tag: 'version',
+    summary: 'Admin API version',
+    description:
+      "Ratchet's version and the admin API versions it serves (2 to 4, also as path prefixes `/v2` … `/v4`).",
+    success: [{ status: '200', description: 'Version information', schema: 'VersionInformation' }],
+    errors: [],
+  },
+  'GET /openapi': {
+    operationId: 'openapi',
+    tag: 'openapi',
+    summary: 'Admin API OpenAPI document',
+    description: 'This document, generated from the routes the admin API serves.',
+    success: [{ status: '200', description: 'OpenAPI 3.1 document' }],
+    errors: [],
+  },
+  'GET /deployments': {
+    operationId: 'list_deployments',
+    tag: 'deployment',
+    summary: 'List deployments',
+    description: 'Every registered deployment, oldest first.',
+    success: [{ status: '200', description: 'Deployments', schema: 'ListDeploymentsResponse' }],
+    errors: [],
+  },
+  'POST /deployments': {
+    operationId: 'create_deployment',
+    tag: 'deployment',
+    summary: 'Create deployment',
+    description:
+      'Discovers the endpoint and registers the services it exposes. The same uri again answers 200 without ' +
+      'change when the endpoint is unchanged (META0004 when it changed); `force` replaces the deployment with that ' +
+      'uri (META0017 when several share it); a service changing type is META0006 unless `force` or `breaking`.',
+    body: 'RegisterDeploymentRequest',
+    success: [
+      { status: '201', description: 'Created', schema: 'RegisterDeploymentResponse', headers: LOCATION },
+      {
+        status: '200',
+        description: 'Already registered, or overwritten (force)',
+        schema: 'RegisterDeploymentResponse',
+      },
+    ],
+    errors: [...EXTRACTION, 409, 500, 501],
+  },
+  'GET /deployments/{}': {
+    operationId: 'get_deployment',
+    tag: 'deployment',
+    summary: 'Get deployment',
+    description: 'A deployment with the full metadata of the service revisions it registered.',
+    success: [{ status: '200', description: 'Deployment', schema: 'DetailedDeploymentResponse' }],
+    errors: [400, 404],
+  },
+  'PATCH /deployments/{}': {
+    operationId: 'update_deployment',
+    tag: 'deployment',
+    summary: 'Update deployment',
+    description:
+      'Updates a deployment in place (same id): a new uri, headers or transport, e.g. to repair invocations pinned ' +
+      'to it. The endpoint is discovered again and must keep exactly the same supported protocol versions, every ' +
+      'service with the same type and every handler (META0016). `overwrite` also replaces the stored schemas.',
+    body: 'UpdateDeploymentRequest',
+    success: [{ status: '200', description: 'Updated (or, dry run, would be)', schema: 'DetailedDeploymentResponse' }],
+    errors: [...EXTRACTION, 404, 500],
+  },
+  'PUT /deployments/{}': {
+    operationId: 'update_deployment_put',
+    tag: 'deployment',
+    summary: 'Update deployment (admin API v2)',
+    description:
+      'The admin API v2 spelling of PATCH, served under `/v2` only; other prefixes answer 405 ("PUT deployment ' +
+      'is deprecated, use PATCH instead").',
+    body: 'UpdateDeploymentRequest',
+    success: [{ status: '200', description: 'Updated', schema: 'DetailedDeploymentResponse' }],
+    errors: [...EXTRACTION, 404, 405, 500],
+  },
+  'DELETE /deployments/{}': {
+    operationId: 'delete_deployment',
+    tag: 'deployment',
+    summary: 'Delete deployment',
+    description:
+      'Only forced deletion exists (501 without `force=true`). Services it served fall back to the highest ' +
+      'revision another deployment registers, or disappear. Invocations not completed yet that are pinned to it ' +
+      'cannot make progress afterwards: their number is returned in `x-ratchet-pinned-invocations` (and a ' +
+      '`warning` header when not zero) and logged.',
+    query: [
+      { name: 'force', description: 'Must be true: delete even if invocations depend on it.', schema: BOOLEAN_QUERY },
+    ],
+    success: [
+      {
+        status: '202',
+        description: 'Deleted',
+        headers: {
+          'x-ratchet-pinned-invocations': {
+            description: 'Invocations not completed yet that were pinned to the deployment',
+            schema: { type: 'integer', minimum: 0 },
+          },
+        },
+      },
+    ],
+    errors: [400, 404, 501],
+  },
+  'GET /services': {
+    operationId: 'list_services',
+    tag: 'service',
+    summary: 'List services',
+    description: 'The latest revision of every service, by name.',
+    success: [{ status: '200', description: 'Services', schema: 'ListServicesResponse' }],
+    errors: [],
+  },
+  'GET /services/{}': {
+    operationId: 'get_service',
+    tag: 'service',
+    summary: 'Get service',
+    description: 'The latest revision of a service, with the settings in effect.',
+    success: [{ status: '200', description: 'Service', schema: 'ServiceMetadata' }],
+    errors: [404],
+  },
+  'PATCH /services/{}': {
+    operationId: 'modify_service',
+    tag: 'service',
+    summary: 'Modify service configuration',
+    description:
+      'Changes settings of the latest revision of a service (a new revision starts from its manifest again).',
+    body: 'ModifyServiceRequest',
+    success: [{ status: '200', description: 'Updated service', schema: 'ServiceMetadata' }],
+    errors: [...EXTRACTION, 404],
+  },
+  'POST /services/{}/state': {
+    operationId: 'modify_service_state',
+    tag: 'service',
+    summary: 'Modify a virtual object or workflow state',
+    description:
+      'Replaces the whole state of one key, after the invocations queued for it. With `version`, only if the state ' +
+      'still has that version. Accepted at once (202); applied asynchronously.',
+    body: 'ModifyServiceStateRequest',
+    success: [{ status: '202', description: 'Accepted' }],
+    errors: [...EXTRACTION, 404],
+  },
+  'GET /services/{}/openapi': {
+    operationId: 'get_service_openapi',
+    tag: 'service',
+    summary: 'Get service OpenAPI definition',
+    description: 'An OpenAPI 3.1 document of the ingress paths of the service, with its handlers’ JSON schemas.',
+    success: [{ status: '200', description: 'OpenAPI 3.1 document' }],
+    errors: [404],
+  },
+  'GET /services/{}/handlers': {
+    operationId: 'list_service_handlers',
+    tag: 'service_handler',
+    summary: 'List service handlers',
+    description: 'The handlers of the latest revision of a service.',
+    success: [{ status: '200', description: 'Handlers', schema: 'ListServiceHandlersResponse' }],
+    errors: [404],
+  },
+  'GET /services/{}/handlers/{}': {
+    operationId: 'get_service_handler',
+    tag: 'service_handler',
+    summary: 'Get service handler',
+    description: 'One handler of the latest revision of a service.',
+    success: [{ status: '200', description: 'Handler', schema: 'HandlerMetadata' }],
+    errors: [404],
+  },
+  'GET /kafka-clusters': {
+    operationId: 'list_kafka_clusters',
+    tag: 'kafka_cluster',
+    summary: 'List Kafka clusters',
+    description: 'Registered clusters, then those of the configuration file (read-only, with an `info` note).',
+    success: [{ status: '200', description: 'Clusters', schema: 'ListKafkaClustersResponse' }],
+    errors: [],
+  },
+  'POST /kafka-clusters': {
+    operationId: 'create_kafka_cluster',
+    tag: 'kafka_cluster',
+    summary: 'Create Kafka cluster',
+    description: 'Registers a cluster subscriptions can read from. The brokers are not contacted.',
+    body: 'CreateKafkaClusterRequest',
+    success: [{ status: '201', description: 'Created', schema: 'SimpleKafkaClusterResponse', headers: LOCATION }],
+    errors: [...EXTRACTION, 409],
+  },
+  'GET /kafka-clusters/{}': {
+    operationId: 'get_kafka_cluster',
+    tag: 'kafka_cluster',
+    summary: 'Get Kafka cluster',
+    description: 'A cluster; credentials in its properties are shown as `***`.',
+    query: [
+      {
+        name: 'include_subscriptions',
+        description: 'List the subscriptions reading from the cluster.',
+        schema: { type: 'boolean' },
+      },
+    ],
+    success: [{ status: '200', description: 'Cluster', schema: 'KafkaClusterResponse' }],
+    errors: [400, 404],
+  },
+  'PATCH /kafka-clusters/{}': {
+    operationId: 'update_kafka_cluster',
+    tag: 'kafka_cluster',
+    summary: 'Update Kafka cluster',
+    description: "Replaces a registered cluster's properties (409 for a cluster of the configuration file).",
+    body: 'UpdateKafkaClusterRequest',
+    success: [{ status: '200', description: 'Updated', schema: 'SimpleKafkaClusterResponse' }],
+    errors: [...EXTRACTION, 404, 409],
+  },
+  'DELETE /kafka-clusters/{}': {
+    operationId: 'delete_kafka_cluster',
+    tag: 'kafka_cluster',
+    summary: 'Delete Kafka cluster',
+    description: 'Refused (409) while subscriptions read from it, unless `force` (they are then orphaned).',
+    query: [{ name: 'force', description: 'Delete even if subscriptions use it.', schema: BOOLEAN_QUERY }],
+    success: [{ status: '202', description: 'Deleted' }],
+    errors: [400, 404, 409],
+  },
+  'GET /subscriptions': {
+    operationId: 'list_subscriptions',
+    tag: 'subscription',
+    summary: 'List subscriptions',
+    description: 'Every subscription, oldest first, optionally filtered (exact match).',
+    query: [
+      { name: 'sink', description: 'Only subscriptions with exactly this sink.', schema: { type: ['string', 'null'] } },
+      {
+        name: 'source',
+        description: 'Only subscriptions with exactly this source.',
+        schema: { type: ['string', 'null'] },
+      },
+    ],
+    success: [{ status: '200', description: 'Subscriptions', schema: 'ListSubscriptionsResponse' }],
+    errors: [],
+  },
+  'POST /subscriptions': {
+    operationId: 'create_subscription',
+    tag: 'subscription',
+    summary: 'Create subscription',
+    description:
+      'Routes records of `kafka://<cluster>/<topic>` to `service://<service>/<handler>`. Every reason it cannot ' +
+      'work is META0009 (400): bad URIs, unknown cluster, unregistered sink, or a shared handler as sink.',
+    body: 'CreateSubscriptionRequest',
+    success: [{ status: '201', description: 'Created', schema: 'SubscriptionResponse', headers: LOCATION }],
+    errors: [...EXTRACTION],
+  },
+  'GET /subscriptions/{}': {
+    operationId: 'get_subscription',
+    tag: 'subscription',
+    summary: 'Get subscription',
+    description: 'One subscription.',
+    success: [{ status: '200', description: 'Subscription', schema: 'SubscriptionResponse' }],
+    errors: [400, 404],
+  },
+  'DELETE /subscriptions/{}': {
+    operationId: 'delete_subscription',
+    tag: 'subscription',
+    summary: 'Delete subscription',
+    description: 'Removes a subscription.',
+    success: [{ status: '202', description: 'Deleted' }],
+    errors: [400, 404],
+  },
+  'PATCH /invocations/{}/cancel': {
+    operationId: 'cancel_invocation',
+    tag: 'invocation',
+    summary: 'Cancel an invocation',
+    description: 'Asks a running invocation to cancel (its handlers run their compensations).',
+    success: [
+      { status: '200', description: 'Cancelled' },
+      { status: '202', description: 'Cancellation requested' },
+    ],
+    errors: [400, 404, 409, 503],
+  },
+  'PATCH /invocations/{}/kill': {
+    operationId: 'kill_invocation',
+    tag: 'invocation',
+    summary: 'Kill an invocation',
+    description: 'Ends an invocation at once, without running compensations.',
+    success: [{ status: '200', description: 'Killed' }],
+    errors: [400, 404, 409, 503],
+  },
+  'PATCH /invocations/{}/purge': {
+    operationId: 'purge_invocation',
+    tag: 'invocation',
+    summary: 'Purge an invocation',
+    description: 'Removes a completed invocation, its result and journal.',
+    success: [{ status: '200', description: 'Purged' }],
+    errors: [400, 404, 409, 503],
+  },
+  'PATCH /invocations/{}/purge-journal': {
+    operationId: 'purge_journal',
+    tag: 'invocation',
+    summary: 'Purge the journal of an invocation',
+    description: 'Removes the journal of a completed invocation, keeping its result.',
+    success: [{ status: '200', description: 'Journal purged' }],
+    errors: [400, 404, 409, 503],
+  },
+  'PATCH /invocations/{}/restart-as-new': {
+    operationId: 'restart_as_new_invocation',
+    tag: 'invocation',
+    summary: 'Restart an invocation as new',
+    description: 'Creates a new invocation from a completed one, optionally copying a prefix of its journal.',
+    query: [
+      { name: 'from', description: 'Copy the journal up to this entry index.', schema: { type: ['integer', 'null'] } },
+      {
+        name: 'deployment',
+        description: '`Keep`, `Latest` or a deployment id; only with `from`.',
+        schema: { type: ['string', 'null'] },
+      },
+    ],
+    success: [{ status: '200', description: 'Restarted', schema: 'RestartAsNewInvocationResponse' }],
+    errors: [400, 404, 409, 410, 422, 425, 503],
+  },
+  'PATCH /invocations/{}/pause': {
+    operationId: 'pause_invocation',
+    tag: 'invocation',
+    summary: 'Pause an invocation',
+    description: 'Stops retrying an invocation until it is resumed.',
+    success: [
+      { status: '200', description: 'Already paused' },
+      { status: '202', description: 'Pausing' },
+    ],
+    errors: [400, 404, 409, 503],
+  },
+  'PATCH /invocations/{}/resume': {
+    operationId: 'resume_invocation',
+    tag: 'invocation',
+    summary: 'Resume an invocation',
+    description: 'Resumes a paused invocation, optionally on another deployment.',
+    query: [
+      {
+        name: 'deployment',
+        description: '`Keep`, `Latest` or a deployment id.',
+        schema: { type: ['string', 'null'] },
+      },
+    ],
+    success: [{ status: '200', description: 'Resumed' }],
+    errors: [400, 404, 409, 425, 503],
+  },
+  'DELETE /invocations/{}': {
+    operationId: 'delete_invocation',
+    tag: 'invocation',
+    summary: 'Cancel, kill or purge an invocation (deprecated)',
+    description: 'Deprecated: use the PATCH operations. `mode` is `Cancel` (default), `Kill` or `Purge`.',
+    query: [{ name: 'mode', description: '`Cancel`, `Kill` or `Purge`.', schema: { type: ['string', 'null'] } }],
+    success: [{ status: '202', description: 'Accepted' }],
+    errors: [400, 404, 409],
+  },
+};
+
+/** Descriptions of path parameters by the name a route gives them. */
+export const PATH_PARAMETERS: Record<string, string> = {
+  deployment: 'Deployment identifier',
+  service: 'Fully qualified service name.',
+  handler: 'Handler name.',
+  cluster_name: 'Kafka cluster name',
+  subscription: 'Subscription identifier',
+  id: 'Invocation identifier.',
+  invocation_id: 'Invocation identifier.',
+};

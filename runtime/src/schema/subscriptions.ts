@@ -1,0 +1,213 @@
+import { SubscriptionId } from '../ids/deployment-id.ts';
+import { InvalidSubscriptionError, SchemaNotFoundError } from './errors.ts';
+import type { SchemaOperationDeps } from './operation-deps.ts';
+import type { SchemaTransaction } from './store.ts';
+import type { HandlerSchema, KafkaClusterSchema, ServiceSchema, SubscriptionSchema } from './types.ts';
+
+/**
+ * Kafka subscriptions (`/subscriptions`): records of a topic become invocations of a handler. Only the registry is
+ * kept here; consuming is the Kafka component's job. Every reason a subscription cannot work is META0009 (400), the
+ * message naming the problem, checked in restate's order: the source URI, the sink URI, the sink handler, then the
+ * cluster. Where restate-server 1.7.12 differs, the specification and META0009's page win:
+ *
+ * - an unknown cluster is META0009 (restate answers 400 without a code);
+ * - a malformed URI is META0009 (restate rejects some with a 422 text body);
+ * - the topic must be a legal Kafka topic name (restate accepts an empty one, which no consumer can read);
+ * - the sink must fit its service type: a service handler, an exclusive handler of a virtual object (the record
+ *   key becomes the object key, and records of one key are handled in order), or a workflow's `run` handler (one
+ *   workflow per record key; a repeated key is deduplicated). Shared handlers run concurrently, so records of one
+ *   key would be handled out of order: they are refused (restate accepts them).
+ *
+ * Private services (`public: false`) are accepted: Kafka is not the ingress. `group.id` defaults to the
+ * subscription id and `client.id` to `restate` (kept from restate-server so broker-side ACLs and quotas written for
+ * it still apply), unless the request's options or the cluster's properties set them.
+ */
+
+export type CreateSubscription = (
+  source: string,
+  sink: string,
+  options: Record<string, string>,
+) => Promise<SubscriptionSchema>;
+export type DeleteSubscription = (id: string) => Promise<void>;
+
+/** What a subscription's consumer would be called by default; see above. */
+export const DEFAULT_KAFKA_CLIENT_ID = 'restate';
+
+/** Kafka's own rule for topic names. */
+const TOPIC_NAME = /^[A-Za-z0-9._-]{1,249}$/;
+const SCHEME = /^([A-Za-z][A-Za-z0-9+.-]*):/;
+const UNPRINTABLE = /[\s\u0000-\u001f\u007f]/;
+
+interface ParsedUri {
+  scheme: string | undefined;
+  /** undefined when the URI has no `//authority`; may be empty. */
+  authority: string | undefined;
+  /** After the `/` that ends the authority; undefined when there is none. */
+  path: string | undefined;
+}
+
+function parseUri(uri: string): ParsedUri {
+  const scheme = SCHEME.exec(uri)?.[1];
+  if (scheme === undefined) return { scheme, authority: undefined, path: undefined };
+  const rest = uri.slice(scheme.length + 1);
+  if (!rest.startsWith('//')) return { scheme, authority: undefined, path: undefined };
+  const afterSlashes = rest.slice(2);
+  const slash = afterSlashes.indexOf('/');
+  if (slash < 0) return { scheme, authority: afterSlashes, path: undefined };
+  return { scheme, authority: afterSlashes.slice(0, slash), path: afterSlashes.slice(slash + 1) };
+}
+
+function invalid(kind: 'source' | 'sink', uri: string, problem: string): InvalidSubscriptionError {
+  return new InvalidSubscriptionError(`invalid ${kind} URI '${uri}': ${problem}`);
+}
+
+export interface ParsedSource {
+  cluster: string;
+  topic: string;
+}
+
+export function parseSource(source: string): ParsedSource {
+  if (UNPRINTABLE.test(source)) throw invalid('source', source, 'it contains whitespace or control characters.');
+  const uri = parseUri(source);
+  if (uri.scheme !== 'kafka') {
+    throw invalid('source', source, 'must have a scheme segment, with supported schemes: [kafka].');
+  }
+  if (uri.authority === undefined || uri.authority === '') {
+    throw invalid(
+      'source',
+      source,
+      'source URI of Kafka type must have a authority segment containing the cluster name.',
+    );
+  }
+  const topic = uri.path ?? '';
+  if (topic === '') {
+    throw invalid('source', source, 'the topic name is missing, expected kafka://<CLUSTER_NAME>/<TOPIC_NAME>.');
+  }
+  if (!TOPIC_NAME.test(topic) || topic === '.' || topic === '..') {
+    throw invalid(
+      'source',
+      source,
+      `'${topic}' is not a valid Kafka topic name: use 1 to 249 letters, digits, '.', '_' or '-'.`,
+    );
+  }
+  return { cluster: uri.authority, topic };
+}
+
+export interface ParsedSink {
+  service: string;
+  handler: string;
+}
+
+export function parseSink(sink: string): ParsedSink {
+  if (UNPRINTABLE.test(sink)) throw invalid('sink', sink, 'it contains whitespace or control characters.');
+  const uri = parseUri(sink);
+  if (uri.scheme !== 'service') {
+    throw invalid('sink', sink, 'must have a scheme segment, with supported schemes: [service].');
+  }
+  if (uri.authority === undefined || uri.authority === '') {
+    throw invalid('sink', sink, 'sink URI of service type must have a authority segment containing the service name.');
+  }
+  return { service: uri.authority, handler: uri.path ?? '' };
+}
+
+/** Why a handler cannot receive a stream of records, or undefined when it can. */
+function sinkTypeProblem(service: ServiceSchema, handler: HandlerSchema): string | undefined {
+  const target = `'${service.name}/${handler.name}'`;
+  if (service.ty === 'VirtualObject' && handler.ty === 'Shared') {
+    return (
+      `${target} is a shared handler of the virtual object '${service.name}': shared handlers run concurrently, so ` +
+      'records of one key would be handled out of order. Subscribe an exclusive handler instead.'
+    );
+  }
+  if (service.ty === 'Workflow' && handler.ty !== 'Workflow') {
+    return (
+      `${target} is a shared handler of the workflow '${service.name}': shared handlers run concurrently, so ` +
+      "records of one key would be handled out of order. Subscribe the workflow's run handler, or a service or " +
+      'virtual object handler.'
+    );
+  }
+  return undefined;
+}
+
+async function findSinkHandler(
+  tx: SchemaTransaction,
+  sink: ParsedSink,
+): Promise<{ service: ServiceSchema; handler: HandlerSchema } | undefined> {
+  const latest = (await tx.latestServices([sink.service])).get(sink.service);
+  if (latest === undefined) return undefined;
+  const deployment = await tx.deployment(latest.deploymentId);
+  if (deployment === undefined) return undefined;
+  const service = (await tx.revisionsOf(deployment)).find((s) => s.name === sink.service);
+  const handler = service?.handlers.find((h) => h.name === sink.handler);
+  return service === undefined || handler === undefined ? undefined : { service, handler };
+}
+
+function consumerOptions(
+  id: string,
+  options: Record<string, string>,
+  cluster: KafkaClusterSchema,
+): Record<string, string> {
+  const out = { ...options };
+  // restate takes the cluster's group.id into the options when the request has none.
+  out['group.id'] ??= cluster.properties['group.id'] ?? id;
+  if (out['client.id'] === undefined && cluster.properties['client.id'] === undefined) {
+    out['client.id'] = DEFAULT_KAFKA_CLIENT_ID;
+  }
+  return out;
+}
+
+export function createCreateSubscription(deps: SchemaOperationDeps): CreateSubscription {
+  const log = deps.logger.child({ component: 'admin' });
+  return async (source, sink, options) => {
+    const from = parseSource(source);
+    const to = parseSink(sink);
+    const created = await deps.store.transaction(async (tx) => {
+      const target = await findSinkHandler(tx, to);
+      if (target === undefined) throw invalid('sink', sink, 'cannot find service/handler specified in the sink URI.');
+      const problem = sinkTypeProblem(target.service, target.handler);
+      if (problem !== undefined) throw invalid('sink', sink, problem);
+      const cluster =
+        deps.registry.staticKafkaClusters.find((c) => c.name === from.cluster) ?? (await tx.kafkaCluster(from.cluster));
+      if (cluster === undefined) {
+        const available = deps.registry.kafkaClusters().map((c) => JSON.stringify(c.name));
+        throw new InvalidSubscriptionError(
+          `Kafka cluster '${from.cluster}' not found. Available clusters: [${available.join(', ')}]`,
+        );
+      }
+      const now = deps.now();
+      const id = SubscriptionId.generate(now.getTime());
+      const subscription: SubscriptionSchema = {
+        id,
+        source: `kafka://${from.cluster}/${from.topic}`,
+        sink: `service://${to.service}/${to.handler}`,
+        cluster: from.cluster,
+        topic: from.topic,
+        serviceName: to.service,
+        handlerName: to.handler,
+        options: consumerOptions(id, options, cluster),
+        createdAt: now,
+      };
+      await tx.insertSubscription(subscription);
+      await tx.announce();
+      return subscription;
+    });
+    log.info(
+      { 'subscription.id': created.id, source: created.source, sink: created.sink },
+      'subscription created (not consumed: Ratchet keeps the registry only)',
+    );
+    await deps.registry.load();
+    return deps.registry.subscription(created.id) ?? created;
+  };
+}
+
+export function createDeleteSubscription(deps: SchemaOperationDeps): DeleteSubscription {
+  const log = deps.logger.child({ component: 'admin' });
+  return async (id) => {
+    await deps.store.transaction(async (tx) => {
+      if (!(await tx.deleteSubscription(id))) throw new SchemaNotFoundError(`subscription with id '${id}'`);
+      await tx.announce();
+    });
+    log.info({ 'subscription.id': id }, 'subscription deleted');
+    await deps.registry.load();
+  };
+}
