@@ -1,0 +1,106 @@
+import { randomBytes } from 'node:crypto';
+import type pg from 'pg';
+import type { Logger } from 'pino';
+
+/**
+ * SQL introspection runs on PostgreSQL itself, as a dedicated read-only role that can see nothing but the views of
+ * the introspection schema (`INTROSPECTION_SCHEMA`). The views are owned by the runtime's own user, so they read the
+ * `ratchet` tables with its rights while the role itself has none on them.
+ *
+ * Roles are global to a PostgreSQL cluster while Ratchet owns one database, so the role's name carries the database
+ * name. Its password is random, kept in `ratchet.meta` (which the role cannot read) and re-applied at every start.
+ * Both `POST /query` and the wire-protocol listener (9071) log in as this role; no session ever runs as the runtime's
+ * user, so `SET ROLE` / `RESET ROLE` from a client can gain nothing.
+ */
+
+export const INTROSPECTION_SCHEMA = 'ratchet_sql';
+
+export interface IntrospectionAccess {
+  /** The login role (NOLOGIN never; NOINHERIT, no other grants than on the introspection schema). */
+  readonly role: string;
+  readonly password: string;
+  readonly database: string;
+  /** Connection string for the role, derived from the runtime's database URL. */
+  readonly url: string;
+}
+
+/** PostgreSQL identifiers are at most 63 bytes. */
+function roleName(database: string): string {
+  const base = `ratchet_sql_${database}`.toLowerCase().replace(/[^a-z0-9_]/g, '_');
+  return base.length <= 63 ? base : base.slice(0, 63);
+}
+
+/**
+ * Creates (or refreshes) the read-only role and its grants. Needs a runtime user allowed to create roles (CREATEROLE
+ * or superuser); returns undefined with a warning when it is not, and introspection is then unavailable.
+ */
+export async function ensureIntrospectionAccess(
+  pool: pg.Pool,
+  databaseUrl: string,
+  logger: Logger,
+): Promise<IntrospectionAccess | undefined> {
+  const client = await pool.connect();
+  try {
+    const db = (await client.query<{ db: string }>('SELECT current_database() AS db')).rows[0]!.db;
+    const role = roleName(db);
+    const stored = await client.query<{ value: string }>(
+      `SELECT value FROM ratchet.meta WHERE key = 'introspection_password'`,
+    );
+    let password = stored.rows[0]?.value;
+    if (password === undefined) {
+      password = randomBytes(24).toString('base64url');
+      await client.query(
+        `INSERT INTO ratchet.meta (key, value) VALUES ('introspection_password', $1)
+                          ON CONFLICT (key) DO NOTHING`,
+        [password],
+      );
+      password = (
+        await client.query<{ value: string }>(`SELECT value FROM ratchet.meta WHERE key = 'introspection_password'`)
+      ).rows[0]!.value;
+    }
+    const ident = client.escapeIdentifier(role);
+    const literal = client.escapeLiteral(password);
+    try {
+      // Several runtimes may start together: serialize role creation per database.
+      await client.query('BEGIN');
+      await client.query(`SELECT pg_advisory_xact_lock(hashtext('ratchet_sql_role'))`);
+      const exists = await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [role]);
+      if (exists.rows.length === 0) {
+        await client.query(`CREATE ROLE ${ident} LOGIN NOINHERIT PASSWORD ${literal}`);
+      } else {
+        await client.query(`ALTER ROLE ${ident} LOGIN NOINHERIT PASSWORD ${literal}`);
+      }
+      await client.query(`REVOKE ALL ON DATABASE ${client.escapeIdentifier(db)} FROM PUBLIC`);
+      await client.query(`GRANT CONNECT ON DATABASE ${client.escapeIdentifier(db)} TO ${ident}`);
+      await client.query(`REVOKE ALL ON SCHEMA public FROM PUBLIC`);
+      await client.query(`REVOKE ALL ON SCHEMA ratchet FROM ${ident}`);
+      await client.query(`GRANT USAGE ON SCHEMA ${INTROSPECTION_SCHEMA} TO ${ident}`);
+      await client.query(`GRANT SELECT ON ALL TABLES IN SCHEMA ${INTROSPECTION_SCHEMA} TO ${ident}`);
+      await client.query(`GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA ${INTROSPECTION_SCHEMA} TO ${ident}`);
+      await client.query(
+        `ALTER ROLE ${ident} IN DATABASE ${client.escapeIdentifier(db)} SET search_path = ${INTROSPECTION_SCHEMA}, pg_catalog`,
+      );
+      await client.query(
+        `ALTER ROLE ${ident} IN DATABASE ${client.escapeIdentifier(db)} SET default_transaction_read_only = on`,
+      );
+      await client.query('COMMIT');
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      const code = (err as { code?: string }).code;
+      if (code === '42501') {
+        logger.warn(
+          { err },
+          'SQL introspection is unavailable: the database user may not create roles (grant it CREATEROLE)',
+        );
+        return undefined;
+      }
+      throw err;
+    }
+    const url = new URL(databaseUrl);
+    url.username = encodeURIComponent(role);
+    url.password = encodeURIComponent(password);
+    return { role, password, database: db, url: url.toString() };
+  } finally {
+    client.release();
+  }
+}
