@@ -509,6 +509,7 @@ export class Engine {
     result: codec.EngineResult,
   ): Promise<void> {
     const partitionId = partitionFor(InvocationId.partitionKey(targetId), this.options.partitions);
+    if (!this.deps.leases.owned().includes(partitionId)) throw new PartitionUnavailableError(targetId);
     let row: OutboxRow | undefined;
     await this.submitStmts(partitionId, [
       insertOutbox(
