@@ -8,6 +8,9 @@ import { RetentionCleaner } from './engine/retention.ts';
 import { Engine } from './engine/engine.ts';
 import { BindError } from './errors/config-errors.ts';
 import { buildIngressApp } from './ingress/app.ts';
+import { ensureIntrospectionAccess, type IntrospectionAccess } from './introspection/access.ts';
+import { PgIntrospectionQueries } from './introspection/query.ts';
+import { ensureIntrospectionViews } from './introspection/views.ts';
 import { buildProbesApp } from './probes/app.ts';
 import { SchemaRegistry } from './schema/registry.ts';
 import { createRegistration } from './schema/register.ts';
@@ -31,6 +34,8 @@ export interface RuntimeHandle {
   metrics: BindAddress;
   engine: Engine;
   cleaner: RetentionCleaner;
+  /** The read-only role SQL introspection runs as; undefined when the database user may not create roles. */
+  introspection: IntrospectionAccess | undefined;
   stop(): Promise<void>;
 }
 
@@ -56,6 +61,20 @@ export async function startRuntime(config: Config, databaseUrl: string, logger: 
     } finally {
       client.release();
     }
+
+    // Views first: the role's grants cover what exists when they are made.
+    await ensureIntrospectionViews(pool, logger);
+    const introspection = await ensureIntrospectionAccess(pool, databaseUrl, logger);
+    const queries = new PgIntrospectionQueries(
+      introspection,
+      {
+        statementTimeoutMs: config.introspection.statementTimeoutMs,
+        rowLimit: config.introspection.rowLimit,
+        poolSize: 4,
+      },
+      logger.child({ component: 'introspection' }),
+    );
+    cleanups.push(() => queries.close());
 
     const partitions = await recordedPartitionCount(pool, config.storage.partitions);
     if (partitions !== config.storage.partitions) {
@@ -150,6 +169,7 @@ export async function startRuntime(config: Config, databaseUrl: string, logger: 
       clusterName: config.clusterName,
       logger,
       engine,
+      queries,
     });
     const probes = buildProbesApp(metrics.registry);
     const ingressBound = await listen(ingress, config.ingress.bind, 'ingress', cleanups);
@@ -163,7 +183,15 @@ export async function startRuntime(config: Config, databaseUrl: string, logger: 
       },
       'Ratchet is ready',
     );
-    return { ingress: ingressBound, admin: adminBound, metrics: metricsBound, engine, cleaner, stop: cleanup };
+    return {
+      ingress: ingressBound,
+      admin: adminBound,
+      metrics: metricsBound,
+      engine,
+      cleaner,
+      introspection,
+      stop: cleanup,
+    };
   } catch (err) {
     await cleanup();
     throw err;

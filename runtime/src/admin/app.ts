@@ -2,6 +2,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type
 import type { Logger } from 'pino';
 import type { Engine } from '../engine/engine.ts';
 import { RatchetError } from '../errors/errors.ts';
+import type { IntrospectionQueries } from '../introspection/query.ts';
 import { createSchemaOperations, type SchemaOperations } from '../schema/operations.ts';
 import type { RegisterDeployment } from '../schema/register.ts';
 import type { SchemaRegistry } from '../schema/registry.ts';
@@ -15,6 +16,7 @@ import { invocationRoutes } from './routes/invocations.ts';
 import { kafkaClusterRoutes } from './routes/kafka-clusters.ts';
 import { metaRoutes } from './routes/meta.ts';
 import { openApiRoutes } from './routes/openapi.ts';
+import { queryRoutes } from './routes/query.ts';
 import { serviceRoutes } from './routes/services.ts';
 import { subscriptionRoutes } from './routes/subscriptions.ts';
 
@@ -37,6 +39,8 @@ export interface AdminDeps {
   logger: Logger;
   /** Invocation management; without it the `/invocations` routes are not served (schema-only admin tests). */
   engine?: Engine;
+  /** SQL introspection (`POST /query`); without it the route is not served. */
+  queries?: IntrospectionQueries;
   /** Largest request body accepted; default 10 MiB. */
   bodyLimit?: number;
 }
@@ -141,6 +145,7 @@ export function buildAdminApp(deps: AdminDeps): FastifyInstance {
       (scope, _options, done) => {
         for (const routes of STATIC_ROUTES) routes(scope, ctx);
         if (deps.engine !== undefined) invocationRoutes(deps.engine)(scope, ctx);
+        if (deps.queries !== undefined) queryRoutes(deps.queries)(scope, ctx);
         done();
       },
       { prefix },

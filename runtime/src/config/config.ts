@@ -28,6 +28,20 @@ export interface ListenerConfig {
   readonly bind: BindAddress;
 }
 
+/** The PostgreSQL wire-protocol listener (9071); see `introspection/pgwire/README.md`. */
+export interface IntrospectionConfig extends ListenerConfig {
+  /** What SQL clients log in with (user = cluster name); undefined = no password (dev mode on loopback). */
+  readonly password: string | undefined;
+  /** PEM files; when set, clients may negotiate TLS (SSLRequest). */
+  readonly tls: { readonly certFile: string; readonly keyFile: string } | undefined;
+  /** Longest statement of a SQL session before PostgreSQL cancels it (57014). */
+  readonly statementTimeoutMs: number;
+  /** Most SQL sessions at once in this process (each holds one PostgreSQL connection); more are refused (53300). */
+  readonly maxSessions: number;
+  /** Most rows one `POST /query` answer may hold; a statement returning more is refused (400), never cut. */
+  readonly rowLimit: number;
+}
+
 export interface DatabaseConfig {
   /** External PostgreSQL (`postgres://` / `postgresql://`); undefined = embedded PostgreSQL under `dataDir`. */
   readonly url: string | undefined;
@@ -106,7 +120,7 @@ export interface Config {
   readonly database: DatabaseConfig;
   readonly ingress: ListenerConfig;
   readonly admin: ListenerConfig;
-  readonly introspection: ListenerConfig;
+  readonly introspection: IntrospectionConfig;
   readonly observability: ListenerConfig;
   readonly metrics: ListenerConfig;
   readonly log: LogConfig;
@@ -156,6 +170,12 @@ export const SETTINGS = {
   RATCHET_GROUP_COMMIT_MAX_BATCH: 'storage.group-commit-max-batch',
   RATCHET_CLEANUP_INTERVAL: 'storage.cleanup-interval',
   RATCHET_KAFKA_CLUSTERS: 'kafka-clusters',
+  RATCHET_INTROSPECTION_PASSWORD: 'introspection.password',
+  RATCHET_INTROSPECTION_TLS_CERT: 'introspection.tls-cert',
+  RATCHET_INTROSPECTION_TLS_KEY: 'introspection.tls-key',
+  RATCHET_INTROSPECTION_STATEMENT_TIMEOUT: 'introspection.statement-timeout',
+  RATCHET_INTROSPECTION_MAX_SESSIONS: 'introspection.max-sessions',
+  RATCHET_INTROSPECTION_ROW_LIMIT: 'introspection.row-limit',
 } as const;
 
 export type SettingName = keyof typeof SETTINGS;
@@ -402,6 +422,22 @@ function flatten(table: Record<string, unknown>, prefix: string, into: Map<strin
   }
 }
 
+function introspectionPassword(raw: Raw | undefined): string | undefined {
+  if (raw === undefined) return undefined;
+  // Never echo the value in an error: it is a secret.
+  if (typeof raw.value !== 'string') throw invalid(raw, 'expected a string');
+  return raw.value;
+}
+
+function introspectionTls(cert: Raw | undefined, key: Raw | undefined, cwd: string): IntrospectionConfig['tls'] {
+  if (cert === undefined && key === undefined) return undefined;
+  if (cert === undefined || key === undefined) {
+    const given = (cert ?? key)!;
+    throw invalid(given, 'TLS needs both RATCHET_INTROSPECTION_TLS_CERT and RATCHET_INTROSPECTION_TLS_KEY');
+  }
+  return { certFile: resolve(cwd, stringOf(cert, 'a file path')), keyFile: resolve(cwd, stringOf(key, 'a file path')) };
+}
+
 const FILE_KEYS: ReadonlySet<string> = new Set(Object.values(SETTINGS));
 
 function readConfigFile(path: string, blame: string): Map<string, unknown> {
@@ -595,7 +631,15 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
     },
     ingress: { bind: read.bind('RATCHET_INGRESS_BIND', { host: '127.0.0.1', port: 8080 }) },
     admin: { bind: read.bind('RATCHET_ADMIN_BIND', { host: '127.0.0.1', port: 9070 }) },
-    introspection: { bind: read.bind('RATCHET_INTROSPECTION_BIND', { host: '127.0.0.1', port: 9071 }) },
+    introspection: {
+      bind: read.bind('RATCHET_INTROSPECTION_BIND', { host: '127.0.0.1', port: 9071 }),
+      password: introspectionPassword(read.raw('RATCHET_INTROSPECTION_PASSWORD')),
+      tls: introspectionTls(read.raw('RATCHET_INTROSPECTION_TLS_CERT'), read.raw('RATCHET_INTROSPECTION_TLS_KEY'), cwd),
+      // PostgreSQL's statement_timeout is an int of milliseconds.
+      statementTimeoutMs: read.duration('RATCHET_INTROSPECTION_STATEMENT_TIMEOUT', '30s', { min: 1, max: 2 ** 31 - 1 }),
+      maxSessions: read.integer('RATCHET_INTROSPECTION_MAX_SESSIONS', 32, { min: 1, max: 10_000 }),
+      rowLimit: read.integer('RATCHET_INTROSPECTION_ROW_LIMIT', 10_000, { min: 1, max: 10_000_000 }),
+    },
     observability: { bind: read.bind('RATCHET_OBSERVABILITY_BIND', { host: '127.0.0.1', port: 3100 }) },
     metrics: { bind: read.bind('RATCHET_METRICS_BIND', { host: '127.0.0.1', port: 5122 }) },
     log: {

@@ -325,6 +325,17 @@ export const COMPONENT_SCHEMAS: Record<string, Schema> = {
       },
     },
   },
+  QueryRequest: {
+    type: 'object',
+    required: ['query'],
+    properties: { query: { type: 'string', description: 'One SQL statement.' } },
+  },
+  QueryResponse: {
+    type: 'object',
+    required: ['rows'],
+    description: 'With `accept: application/json`; otherwise the answer is an Arrow IPC stream.',
+    properties: { rows: { type: 'array', items: { type: 'object' } } },
+  },
   RestartAsNewInvocationResponse: {
     type: 'object',
     required: ['new_invocation_id'],

@@ -14,6 +14,7 @@ export type Tag =
   | 'service_handler'
   | 'health'
   | 'version'
+  | 'introspection'
   | 'openapi';
 
 export interface QueryParameterDoc {
@@ -52,6 +53,7 @@ export const TAGS: { name: Tag; description: string }[] = [
   { name: 'service_handler', description: 'Service handlers metadata' },
   { name: 'health', description: 'Admin API health' },
   { name: 'version', description: 'API version' },
+  { name: 'introspection', description: 'SQL over the introspection tables' },
   { name: 'openapi', description: 'This document' },
 ];
 
@@ -60,6 +62,20 @@ const LOCATION = { location: { description: 'Relative path of the created resour
 const EXTRACTION = [400, 415, 422];
 
 export const OPERATIONS: Record<string, OperationDoc> = {
+  'POST /query': {
+    operationId: 'query',
+    tag: 'introspection',
+    summary: 'Query the system and service state by using SQL.',
+    description:
+      'Runs one SQL statement over the introspection tables (sys_invocation, sys_journal, state, …) in PostgreSQL, ' +
+      'as a read-only role, under a statement timeout and a row limit. `accept: application/json` answers ' +
+      '`{"rows": [...]}`; any other accept an Arrow IPC stream (`application/vnd.apache.arrow.stream`). Errors are ' +
+      '`{"message"}`: 400 for a statement PostgreSQL refuses (or one over the timeout or the row limit), 503 when ' +
+      'the database cannot be reached.',
+    body: 'QueryRequest',
+    success: [{ status: '200', description: 'Query results', schema: 'QueryResponse' }],
+    errors: [...EXTRACTION, 503],
+  },
   'GET /health': {
     operationId: 'health',
     tag: 'health',

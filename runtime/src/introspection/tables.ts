@@ -1,0 +1,510 @@
+import { MessageType, isCommand, isNotification, messageTypeName } from '../protocol/message-types.ts';
+import type { ColumnType } from './column-types.ts';
+
+/**
+ * The introspection tables: restate-server 1.7.12's tables (names, column order, column types as in
+ * shared/spec/introspection-tables.md), each built as a view of the `ratchet` tables. This list is the one source of
+ * the view definitions (views.ts) and of the column types results are rendered with (render-*.ts).
+ *
+ * Columns whose value Ratchet does not have (flow-control vqueues, rules, trace ids, journal events) exist with NULL
+ * values or in empty views, so that every statement the restate CLI sends plans and answers the way it expects.
+ */
+
+export interface ColumnDef {
+  readonly name: string;
+  readonly type: ColumnType;
+  /** SQL expression over the view's FROM clause; NULL when absent. Cast to the column's PostgreSQL type. */
+  readonly sql?: string;
+  /** PostgreSQL type of the view column when not the default for `type` (partition keys are u64 in numeric). */
+  readonly pg?: string;
+  /** restate declares every column nullable except `sys_invocation.status`. */
+  readonly notNull?: boolean;
+}
+
+export interface TableDef {
+  readonly name: string;
+  readonly columns: readonly ColumnDef[];
+  /** `FROM …` (with joins and WHERE); undefined = the view is always empty. */
+  readonly from?: string;
+}
+
+/** Partition keys are u64, stored as i64 (two's complement): shown as the unsigned value. */
+const u64 = (expr: string): string => `ratchet_sql.u64(${expr})`;
+const PK: Pick<ColumnDef, 'type' | 'pg'> = { type: 'UInt64', pg: 'numeric' };
+
+/** `"Command: Sleep"` etc. for a journal entry type id (the names restate-server shows). */
+export function entryTypeNameSql(expr: string): string {
+  const ids = Object.values(MessageType).filter((id) => isCommand(id) || isNotification(id));
+  const whens = ids.map((id) => `WHEN ${id} THEN '${messageTypeName(id)}'`).join(' ');
+  return `CASE ${expr} ${whens} ELSE 'Unknown(0x' || lpad(to_hex(${expr}), 4, '0') || ')' END`;
+}
+
+/** Commands whose result arrives as a notification with the completion id in field 11 (`result_completion_id`). */
+const RESULT_COMPLETION_COMMANDS = [
+  MessageType.GetLazyStateCommand,
+  MessageType.GetLazyStateKeysCommand,
+  MessageType.GetPromiseCommand,
+  MessageType.PeekPromiseCommand,
+  MessageType.CompletePromiseCommand,
+  MessageType.SleepCommand,
+  MessageType.CallCommand,
+  MessageType.RunCommand,
+  MessageType.AttachInvocationCommand,
+  MessageType.GetInvocationOutputCommand,
+];
+
+/**
+ * Whether a journal entry is completed: a command waiting for a notification is completed once the notification
+ * with its completion id is in the journal (OneWayCall: its invocation-id notification, field 10); notifications are
+ * completed; commands that wait for nothing have no completion state (NULL), as in restate.
+ */
+const journalCompleted = `CASE
+  WHEN j.entry_type >= 32768 THEN true
+  WHEN j.entry_type IN (${RESULT_COMPLETION_COMMANDS.join(', ')}) OR j.entry_type = ${MessageType.OneWayCallCommand} THEN
+    EXISTS (SELECT 1 FROM ratchet.journal n WHERE n.invocation_id = j.invocation_id AND n.entry_type >= 32768
+      AND n.completion_id = ratchet_sql.protobuf_uint(j.raw, CASE WHEN j.entry_type = ${MessageType.OneWayCallCommand} THEN 10 ELSE 11 END))
+  END`;
+
+const serviceTy = (expr: string): string =>
+  `CASE ${expr} WHEN 'Service' THEN 'service' WHEN 'VirtualObject' THEN 'virtual_object' WHEN 'Workflow' THEN 'workflow' ELSE lower(${expr}) END`;
+
+const msToInterval = (expr: string): string => `(${expr} * interval '1 millisecond')`;
+
+/** Columns of an always-empty table, written `name:Type`. */
+function empty(spec: string): ColumnDef[] {
+  return spec
+    .trim()
+    .split(/\s+/)
+    .map((item) => {
+      const [name, type] = item.split(':') as [string, ColumnType];
+      return name === 'partition_key' ? { name, ...PK } : { name, type };
+    });
+}
+
+const sysInvocationStatus: TableDef = {
+  name: 'sys_invocation_status',
+  columns: [
+    { name: 'partition_key', ...PK, sql: u64('i.partition_key') },
+    { name: 'id', type: 'LargeUtf8', sql: 'i.id' },
+    { name: 'vqueue_id', type: 'LargeUtf8' },
+    { name: 'status', type: 'LargeUtf8', sql: 'i.status' },
+    { name: 'completion_result', type: 'LargeUtf8', sql: `CASE WHEN i.status = 'completed' THEN i.result_kind END` },
+    {
+      name: 'completion_failure',
+      type: 'LargeUtf8',
+      sql: `CASE WHEN i.status = 'completed' AND i.result_kind = 'failure' THEN '[' || i.failure_code || '] ' || i.failure_message END`,
+    },
+    {
+      name: 'target',
+      type: 'LargeUtf8',
+      sql: `i.service_name || '/' || CASE WHEN i.service_key IS NULL THEN '' ELSE i.service_key || '/' END || i.handler_name`,
+    },
+    { name: 'target_service_name', type: 'LargeUtf8', sql: 'i.service_name' },
+    { name: 'target_service_key', type: 'LargeUtf8', sql: 'i.service_key' },
+    { name: 'target_handler_name', type: 'LargeUtf8', sql: 'i.handler_name' },
+    { name: 'target_service_ty', type: 'LargeUtf8', sql: serviceTy('i.service_ty') },
+    { name: 'scope', type: 'LargeUtf8' },
+    { name: 'limit_key', type: 'LargeUtf8' },
+    { name: 'idempotency_key', type: 'LargeUtf8', sql: 'i.idempotency_key' },
+    { name: 'invoked_by', type: 'LargeUtf8', sql: 'i.invoked_by' },
+    {
+      name: 'invoked_by_id',
+      type: 'LargeUtf8',
+      sql: `CASE WHEN i.invoked_by <> 'subscription' THEN i.invoked_by_id END`,
+    },
+    {
+      name: 'invoked_by_subscription_id',
+      type: 'LargeUtf8',
+      sql: `CASE WHEN i.invoked_by = 'subscription' THEN i.invoked_by_id END`,
+    },
+    {
+      name: 'invoked_by_service_name',
+      type: 'LargeUtf8',
+      sql: `CASE WHEN i.invoked_by = 'service' THEN split_part(i.invoked_by_target, '/', 1) END`,
+    },
+    { name: 'invoked_by_target', type: 'LargeUtf8', sql: 'i.invoked_by_target' },
+    { name: 'restarted_from', type: 'LargeUtf8', sql: 'i.restarted_from' },
+    { name: 'pinned_deployment_id', type: 'LargeUtf8', sql: 'i.deployment_id' },
+    { name: 'pinned_service_protocol_version', type: 'UInt32', sql: 'i.protocol_version' },
+    { name: 'trace_id', type: 'LargeUtf8' },
+    // Scalar subqueries: computed only when a statement asks for the column.
+    {
+      name: 'journal_size',
+      type: 'UInt32',
+      sql: '(SELECT count(*) FROM ratchet.journal e WHERE e.invocation_id = i.id)',
+    },
+    {
+      name: 'journal_commands_size',
+      type: 'UInt32',
+      sql: '(SELECT count(*) FROM ratchet.journal e WHERE e.invocation_id = i.id AND e.entry_type BETWEEN 1024 AND 32767)',
+    },
+    { name: 'created_at', type: 'TimestampMs', sql: 'i.created_at' },
+    { name: 'created_using_restate_version', type: 'LargeUtf8' },
+    { name: 'modified_at', type: 'TimestampMs', sql: 'i.modified_at' },
+    { name: 'inboxed_at', type: 'TimestampMs', sql: `CASE WHEN i.status = 'inboxed' THEN i.modified_at END` },
+    {
+      name: 'scheduled_at',
+      type: 'TimestampMs',
+      sql: `CASE WHEN i.scheduled_start_at IS NOT NULL THEN i.created_at END`,
+    },
+    { name: 'scheduled_start_at', type: 'TimestampMs', sql: 'i.scheduled_start_at' },
+    { name: 'running_at', type: 'TimestampMs', sql: 'i.running_at' },
+    { name: 'completed_at', type: 'TimestampMs', sql: 'i.completed_at' },
+    { name: 'completion_retention', type: 'DurationMs', sql: msToInterval('i.completion_retention_ms') },
+    { name: 'journal_retention', type: 'DurationMs', sql: msToInterval('i.journal_retention_ms') },
+    {
+      name: 'suspended_waiting_for_completions',
+      type: 'List<UInt32>',
+      sql: `CASE WHEN i.status = 'suspended' AND jsonb_typeof(i.awaiting -> 'completions') = 'array'
+        THEN ARRAY(SELECT c::bigint FROM jsonb_array_elements_text(i.awaiting -> 'completions') AS c) END`,
+    },
+    {
+      name: 'suspended_waiting_for_signals',
+      type: 'List<UInt32>',
+      sql: `CASE WHEN i.status = 'suspended' AND jsonb_typeof(i.awaiting -> 'signals') = 'array'
+        THEN ARRAY(SELECT s::bigint FROM jsonb_array_elements_text(i.awaiting -> 'signals') AS s) END`,
+    },
+    {
+      name: 'suspended_waiting_future_json',
+      type: 'LargeUtf8',
+      sql: `CASE WHEN i.status = 'suspended' THEN i.awaiting::text END`,
+    },
+  ],
+  from: 'FROM ratchet.invocation i',
+};
+
+/**
+ * The invoker's view of invocations that are running or waiting for a retry (restate: in-flight ones). Paused
+ * invocations are listed too, so that the failure that paused them stays visible.
+ */
+const sysInvocationState: TableDef = {
+  name: 'sys_invocation_state',
+  columns: [
+    { name: 'partition_key', ...PK, sql: u64('i.partition_key') },
+    { name: 'id', type: 'LargeUtf8', sql: 'i.id' },
+    {
+      name: 'in_flight',
+      type: 'Boolean',
+      sql: `i.status = 'invoked' AND i.next_retry_at IS NULL AND i.last_start_at IS NOT NULL`,
+    },
+    { name: 'retry_count', type: 'UInt64', sql: 'i.retry_count' },
+    { name: 'last_start_at', type: 'TimestampMs', sql: 'i.last_start_at' },
+    { name: 'last_attempt_deployment_id', type: 'LargeUtf8', sql: 'i.last_attempt_deployment_id' },
+    { name: 'last_attempt_server', type: 'LargeUtf8', sql: 'd.sdk_version' },
+    { name: 'next_retry_at', type: 'TimestampMs', sql: 'i.next_retry_at' },
+    { name: 'last_failure', type: 'LargeUtf8', sql: 'i.last_failure' },
+    { name: 'last_failure_error_code', type: 'LargeUtf8', sql: 'i.last_failure_code' },
+    { name: 'last_failure_related_command_index', type: 'UInt64', sql: 'i.last_failure_related_command_index' },
+    { name: 'last_failure_related_command_name', type: 'LargeUtf8', sql: 'i.last_failure_related_command_name' },
+    {
+      name: 'last_failure_related_command_type',
+      type: 'LargeUtf8',
+      sql: `CASE WHEN i.last_failure_related_command_type ~ '^[0-9]+$'
+        THEN ${entryTypeNameSql('i.last_failure_related_command_type::integer')}
+        ELSE i.last_failure_related_command_type END`,
+    },
+    { name: 'last_failure_related_entry_index', type: 'UInt64' },
+    { name: 'last_failure_related_entry_name', type: 'LargeUtf8' },
+    { name: 'last_failure_related_entry_type', type: 'LargeUtf8' },
+    { name: 'last_awaiting_on_future_json', type: 'LargeUtf8' },
+  ],
+  from: `FROM ratchet.invocation i LEFT JOIN ratchet.deployment d ON d.id = i.last_attempt_deployment_id
+    WHERE i.status IN ('invoked', 'paused')`,
+};
+
+const STATE_COLUMNS = new Set(sysInvocationState.columns.map((c) => c.name));
+const STATUS_COLUMNS = new Set(sysInvocationStatus.columns.map((c) => c.name));
+
+/** sys_invocation = sys_invocation_status ⟕ sys_invocation_state, with the derived status. */
+const SYS_INVOCATION_ORDER = `id vqueue_id target target_service_name target_service_key target_handler_name
+  target_service_ty scope limit_key idempotency_key invoked_by invoked_by_service_name invoked_by_id
+  invoked_by_subscription_id invoked_by_target restarted_from pinned_deployment_id pinned_service_protocol_version
+  trace_id journal_size journal_commands_size created_at created_using_restate_version modified_at inboxed_at
+  scheduled_at scheduled_start_at running_at completed_at completion_retention journal_retention
+  suspended_waiting_for_completions suspended_waiting_for_signals suspended_waiting_future_json retry_count
+  last_start_at next_retry_at last_attempt_deployment_id last_attempt_server last_failure last_failure_error_code
+  last_failure_related_entry_index last_failure_related_entry_name last_failure_related_entry_type
+  last_failure_related_command_index last_failure_related_command_name last_failure_related_command_type
+  last_awaiting_on_future_json status completion_result completion_failure`;
+
+const sysInvocation: TableDef = {
+  name: 'sys_invocation',
+  columns: SYS_INVOCATION_ORDER.trim()
+    .split(/\s+/)
+    .map((name): ColumnDef => {
+      if (name === 'status') {
+        return {
+          name,
+          type: 'LargeUtf8',
+          notNull: true,
+          sql: `CASE s.status
+            WHEN 'inboxed' THEN 'pending'
+            WHEN 'invoked' THEN CASE WHEN st.in_flight THEN 'running' WHEN st.next_retry_at IS NOT NULL THEN 'backing-off' ELSE 'ready' END
+            ELSE s.status END`,
+        };
+      }
+      const fromStatus = STATUS_COLUMNS.has(name);
+      const def = (fromStatus ? sysInvocationStatus : sysInvocationState).columns.find((c) => c.name === name);
+      if (def === undefined || (!fromStatus && !STATE_COLUMNS.has(name)))
+        throw new Error(`sys_invocation column ${name} is in neither source`);
+      return { name, type: def.type, sql: `${fromStatus ? 's' : 'st'}.${name}` };
+    }),
+  from: `FROM ratchet_sql.sys_invocation_status s LEFT JOIN ratchet_sql.sys_invocation_state st ON st.id = s.id`,
+};
+
+const sysJournal: TableDef = {
+  name: 'sys_journal',
+  columns: [
+    { name: 'partition_key', ...PK, sql: u64('i.partition_key') },
+    { name: 'id', type: 'LargeUtf8', sql: 'j.invocation_id' },
+    { name: 'index', type: 'UInt32', sql: 'j.index' },
+    { name: 'entry_type', type: 'LargeUtf8', sql: entryTypeNameSql('j.entry_type') },
+    {
+      name: 'name',
+      type: 'LargeUtf8',
+      // Input carries no name and may be large: not scanned.
+      sql: `CASE WHEN j.entry_type = ${MessageType.InputCommand} THEN ''
+        WHEN j.entry_type BETWEEN 1024 AND 32767 THEN coalesce(j.name, ratchet_sql.protobuf_string(j.raw, 12), '') END`,
+    },
+    { name: 'completed', type: 'Boolean', sql: journalCompleted },
+    { name: 'invoked_id', type: 'LargeUtf8', sql: 'j.invoked_id' },
+    { name: 'invoked_target', type: 'LargeUtf8', sql: 'j.invoked_target' },
+    { name: 'sleep_wakeup_at', type: 'TimestampMs', sql: 'j.sleep_wakeup_at' },
+    { name: 'promise_name', type: 'LargeUtf8', sql: 'j.promise_name' },
+    { name: 'raw', type: 'LargeBinary', sql: 'j.raw' },
+    { name: 'raw_length', type: 'UInt64', sql: 'octet_length(j.raw)' },
+    // Journal format 2 (protocol V5+), the only one Ratchet stores.
+    { name: 'version', type: 'UInt32', sql: '2' },
+    { name: 'entry_json', type: 'LargeUtf8' },
+    { name: 'entry_lite_json', type: 'LargeUtf8' },
+    { name: 'appended_at', type: 'TimestampMs', sql: 'j.appended_at' },
+  ],
+  from: `FROM ratchet.journal j JOIN ratchet.invocation i ON i.id = j.invocation_id`,
+};
+
+const state: TableDef = {
+  name: 'state',
+  columns: [
+    { name: 'partition_key', ...PK, sql: u64('s.partition_key') },
+    { name: 'scope', type: 'LargeUtf8' },
+    { name: 'service_name', type: 'LargeUtf8', sql: 's.service_name' },
+    { name: 'service_key', type: 'LargeUtf8', sql: 's.service_key' },
+    { name: 'key', type: 'LargeUtf8', sql: 'ratchet_sql.utf8_or_null(s.key)' },
+    { name: 'key_length', type: 'UInt64', sql: 'octet_length(s.key)' },
+    { name: 'value_utf8', type: 'LargeUtf8', sql: 'ratchet_sql.utf8_or_null(s.value)' },
+    { name: 'value', type: 'LargeBinary', sql: 's.value' },
+    { name: 'value_length', type: 'UInt64', sql: 'octet_length(s.value)' },
+  ],
+  from: 'FROM ratchet.state s',
+};
+
+const sysPromise: TableDef = {
+  name: 'sys_promise',
+  columns: [
+    { name: 'partition_key', ...PK, sql: u64('p.partition_key') },
+    { name: 'scope', type: 'LargeUtf8' },
+    { name: 'service_name', type: 'LargeUtf8', sql: 'p.service_name' },
+    { name: 'service_key', type: 'LargeUtf8', sql: 'p.service_key' },
+    { name: 'key', type: 'LargeUtf8', sql: 'p.key' },
+    { name: 'completed', type: 'Boolean', sql: 'p.completed' },
+    {
+      name: 'completion_success_value',
+      type: 'LargeBinary',
+      sql: `CASE WHEN p.result_kind = 'success' THEN p.value END`,
+    },
+    {
+      name: 'completion_success_value_utf8',
+      type: 'LargeUtf8',
+      sql: `CASE WHEN p.result_kind = 'success' THEN ratchet_sql.utf8_or_null(p.value) END`,
+    },
+    {
+      name: 'completion_failure',
+      type: 'LargeUtf8',
+      sql: `CASE WHEN p.result_kind = 'failure' THEN '[' || p.failure_code || '] ' || p.failure_message END`,
+    },
+  ],
+  // Completed promises, and those someone waits for but nobody completed yet.
+  from: `FROM (
+      SELECT partition_key, service_name, service_key, key, true AS completed, result_kind, value, failure_code,
+        failure_message
+      FROM ratchet.promise
+      UNION ALL
+      SELECT DISTINCT ON (w.service_name, w.service_key, w.key) i.partition_key, w.service_name, w.service_key, w.key,
+        false, NULL, NULL, NULL, NULL
+      FROM ratchet.promise_waiter w JOIN ratchet.invocation i ON i.id = w.invocation_id
+      WHERE NOT EXISTS (SELECT 1 FROM ratchet.promise c
+        WHERE c.service_name = w.service_name AND c.service_key = w.service_key AND c.key = w.key)
+    ) p`,
+};
+
+const sysInbox: TableDef = {
+  name: 'sys_inbox',
+  columns: [
+    { name: 'partition_key', ...PK, sql: u64('i.partition_key') },
+    { name: 'service_name', type: 'LargeUtf8', sql: 'i.service_name' },
+    { name: 'service_key', type: 'LargeUtf8', sql: 'i.service_key' },
+    { name: 'id', type: 'LargeUtf8', sql: 'i.id' },
+    { name: 'sequence_number', type: 'UInt64', sql: 'i.inbox_seq' },
+    { name: 'created_at', type: 'TimestampMs', sql: 'i.created_at' },
+  ],
+  from: `FROM ratchet.invocation i WHERE i.status = 'inboxed'`,
+};
+
+const sysKeyedServiceStatus: TableDef = {
+  name: 'sys_keyed_service_status',
+  columns: [
+    { name: 'partition_key', ...PK, sql: u64('i.partition_key') },
+    { name: 'service_name', type: 'LargeUtf8', sql: 'l.service_name' },
+    { name: 'service_key', type: 'LargeUtf8', sql: 'l.service_key' },
+    { name: 'invocation_id', type: 'LargeUtf8', sql: 'l.invocation_id' },
+  ],
+  from: 'FROM ratchet.keyed_lock l LEFT JOIN ratchet.invocation i ON i.id = l.invocation_id',
+};
+
+const sysService: TableDef = {
+  name: 'sys_service',
+  columns: [
+    { name: 'name', type: 'LargeUtf8', sql: 's.name' },
+    { name: 'revision', type: 'UInt64', sql: 's.revision' },
+    {
+      name: 'public',
+      type: 'Boolean',
+      sql: `coalesce((s.overrides ->> 'public')::boolean, NOT coalesce((r.metadata ->> 'ingressPrivate')::boolean, false))`,
+    },
+    { name: 'ty', type: 'LargeUtf8', sql: serviceTy('s.ty') },
+    { name: 'deployment_id', type: 'LargeUtf8', sql: 's.deployment_id' },
+  ],
+  from: 'FROM ratchet.service s LEFT JOIN ratchet.service_revision r ON r.name = s.name AND r.revision = s.revision',
+};
+
+const sysDeployment: TableDef = {
+  name: 'sys_deployment',
+  columns: [
+    { name: 'id', type: 'LargeUtf8', sql: 'd.id' },
+    { name: 'ty', type: 'LargeUtf8', sql: `CASE WHEN d.arn IS NOT NULL THEN 'lambda' ELSE 'http' END` },
+    { name: 'endpoint', type: 'LargeUtf8', sql: 'coalesce(d.uri, d.arn)' },
+    { name: 'created_at', type: 'TimestampMs', sql: 'd.created_at' },
+    { name: 'min_service_protocol_version', type: 'UInt32', sql: 'd.min_protocol_version' },
+    { name: 'max_service_protocol_version', type: 'UInt32', sql: 'd.max_protocol_version' },
+    {
+      name: 'services',
+      type: 'List<LargeUtf8>',
+      sql: `ARRAY(SELECT e ->> 'name' FROM jsonb_array_elements(d.services) AS e)`,
+    },
+  ],
+  from: 'FROM ratchet.deployment d',
+};
+
+/** Ratchet extras (not in restate 1.7.12): subscriptions and Kafka clusters, as the admin API lists them. */
+const sysSubscription: TableDef = {
+  name: 'sys_subscription',
+  columns: [
+    { name: 'id', type: 'LargeUtf8', sql: 's.id' },
+    { name: 'source', type: 'LargeUtf8', sql: 's.source' },
+    { name: 'sink', type: 'LargeUtf8', sql: 's.sink' },
+    { name: 'kafka_cluster', type: 'LargeUtf8', sql: 's.cluster' },
+    { name: 'topic', type: 'LargeUtf8', sql: 's.topic' },
+    { name: 'service_name', type: 'LargeUtf8', sql: 's.service_name' },
+    { name: 'handler_name', type: 'LargeUtf8', sql: 's.handler_name' },
+    { name: 'options_json', type: 'LargeUtf8', sql: 's.options::text' },
+    { name: 'created_at', type: 'TimestampMs', sql: 's.created_at' },
+  ],
+  from: 'FROM ratchet.subscription s',
+};
+
+const sysKafkaCluster: TableDef = {
+  name: 'sys_kafka_cluster',
+  columns: [
+    { name: 'name', type: 'LargeUtf8', sql: 'k.name' },
+    { name: 'properties_json', type: 'LargeUtf8', sql: 'k.properties::text' },
+    { name: 'created_at', type: 'TimestampMs', sql: 'k.created_at' },
+  ],
+  from: 'FROM ratchet.kafka_cluster k',
+};
+
+// Tables of restate features Ratchet does not have (journal events, flow control): present, always empty.
+const EMPTY_TABLES: TableDef[] = [
+  {
+    name: 'sys_journal_events',
+    columns: empty(`partition_key id:LargeUtf8 after_journal_entry_index:UInt32 appended_at:TimestampMs
+      event_type:LargeUtf8 event_json:LargeUtf8`),
+  },
+  {
+    name: 'sys_locks',
+    columns: empty(`partition_key scope:LargeUtf8 lock_name:LargeUtf8 acquired_at:TimestampMs acquired_by:LargeUtf8`),
+  },
+  {
+    name: 'sys_rules',
+    columns: empty(`pattern:LargeUtf8 concurrency:UInt32 description:LargeUtf8 disabled:Boolean version:UInt32
+      last_modified:TimestampMs`),
+  },
+  {
+    name: 'sys_scheduler',
+    columns: empty(`partition_key id:LargeUtf8 num_inbox:UInt64 status:LargeUtf8 head_entry_id:LargeUtf8
+      scheduled_at:TimestampMs blocked_on:LargeUtf8 blocked_on_json:LargeUtf8 invoker_concurrency_block_duration:DurationMs
+      throttling_rules_block_duration:DurationMs invoker_throttling_block_duration:DurationMs
+      invoker_memory_block_duration:DurationMs concurrency_rules_block_duration:DurationMs lock_block_duration:DurationMs
+      deployment_concurrency_block_duration:DurationMs`),
+  },
+  {
+    name: 'sys_user_limits',
+    columns: empty(`partition_key scope:LargeUtf8 l1:LargeUtf8 l2:LargeUtf8 level:LargeUtf8 usage:UInt32
+      concurrency_limit:UInt32 rule_pattern:LargeUtf8 available:UInt32 num_waiters:UInt64`),
+  },
+  {
+    name: 'sys_vqueue_entry_status',
+    columns: empty(`partition_key entry_id:LargeUtf8 vqueue_id:LargeUtf8 stage:LargeUtf8 status:LargeUtf8
+      has_lock:Boolean next_at:TimestampMs sequence_number:UInt64 entry_kind:LargeUtf8 created_at:TimestampMs
+      transitioned_at:TimestampMs num_attempts:UInt32 num_errors:UInt32 num_pauses:UInt32 num_suspensions:UInt32
+      num_yields:UInt32 first_attempt_at:TimestampMs latest_attempt_at:TimestampMs first_runnable_at:TimestampMs
+      deployment:LargeUtf8 needed_memory:UInt64 retry_attempts:UInt32 retry_count_since_last_stored_command:UInt32
+      latest_attempt_blocked_on_invoker_concurrency:DurationMs latest_attempt_blocked_on_throttling_rules:DurationMs
+      latest_attempt_blocked_on_invoker_throttling:DurationMs latest_attempt_blocked_on_invoker_memory:DurationMs
+      latest_attempt_blocked_on_concurrency_rules:DurationMs latest_attempt_blocked_on_lock:DurationMs
+      latest_attempt_blocked_on_deployment_concurrency:DurationMs total_blocked_on_invoker_concurrency:DurationMs
+      total_blocked_on_throttling_rules:DurationMs total_blocked_on_invoker_throttling:DurationMs
+      total_blocked_on_invoker_memory:DurationMs total_blocked_on_concurrency_rules:DurationMs
+      total_blocked_on_lock:DurationMs total_blocked_on_deployment_concurrency:DurationMs`),
+  },
+  {
+    name: 'sys_vqueue_meta',
+    columns: empty(`partition_key id:LargeUtf8 is_active:Boolean queue_is_paused:Boolean service_name:LargeUtf8
+      scope:LargeUtf8 limit_key:LargeUtf8 lock_name:LargeUtf8 created_at:TimestampMs last_enqueued_at:TimestampMs
+      last_start_at:TimestampMs last_attempt_at:TimestampMs last_finish_at:TimestampMs avg_queue_duration:DurationMs
+      avg_inbox_duration:DurationMs avg_run_duration:DurationMs avg_suspension_duration:DurationMs
+      avg_end_to_end_duration:DurationMs avg_blocked_on_concurrency_rules:DurationMs
+      avg_blocked_on_invoker_concurrency:DurationMs avg_blocked_on_invoker_throttling:DurationMs
+      avg_blocked_on_lock:DurationMs num_inbox:UInt64 num_running:UInt64 num_suspended:UInt64 num_paused:UInt64
+      num_finished:UInt64`),
+  },
+  {
+    name: 'sys_vqueues',
+    columns: empty(`partition_key id:LargeUtf8 stage:LargeUtf8 status:LargeUtf8 has_lock:Boolean run_at:TimestampMs
+      sequence_number:UInt64 entry_id:LargeUtf8 entry_kind:LargeUtf8 created_at:TimestampMs transitioned_at:TimestampMs
+      num_attempts:UInt32 num_errors:UInt32 num_pauses:UInt32 num_suspensions:UInt32 num_yields:UInt32
+      first_attempt_at:TimestampMs latest_attempt_at:TimestampMs first_runnable_at:TimestampMs deployment:LargeUtf8`),
+  },
+];
+
+/** In creation order: a view comes after the views it reads. */
+export const INTROSPECTION_TABLES: readonly TableDef[] = [
+  sysInvocationStatus,
+  sysInvocationState,
+  sysInvocation,
+  sysJournal,
+  state,
+  sysPromise,
+  sysInbox,
+  sysKeyedServiceStatus,
+  sysService,
+  sysDeployment,
+  sysSubscription,
+  sysKafkaCluster,
+  ...EMPTY_TABLES,
+];
+
+const BY_NAME = new Map(INTROSPECTION_TABLES.map((t) => [t.name, t]));
+
+export function introspectionTable(name: string): TableDef | undefined {
+  return BY_NAME.get(name);
+}
