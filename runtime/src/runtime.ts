@@ -9,6 +9,7 @@ import { Engine } from './engine/engine.ts';
 import { BindError } from './errors/config-errors.ts';
 import { buildIngressApp } from './ingress/app.ts';
 import { ensureIntrospectionAccess, type IntrospectionAccess } from './introspection/access.ts';
+import { startPgWireListener } from './introspection/pgwire/listener.ts';
 import { PgIntrospectionQueries } from './introspection/query.ts';
 import { ensureIntrospectionViews } from './introspection/views.ts';
 import { buildProbesApp } from './probes/app.ts';
@@ -32,6 +33,8 @@ export interface RuntimeHandle {
   ingress: BindAddress;
   admin: BindAddress;
   metrics: BindAddress;
+  /** The PostgreSQL wire-protocol listener (SQL introspection). */
+  sql: BindAddress;
   engine: Engine;
   cleaner: RetentionCleaner;
   /** The read-only role SQL introspection runs as; undefined when the database user may not create roles. */
@@ -175,11 +178,20 @@ export async function startRuntime(config: Config, databaseUrl: string, logger: 
     const ingressBound = await listen(ingress, config.ingress.bind, 'ingress', cleanups);
     const adminBound = await listen(admin, config.admin.bind, 'admin', cleanups);
     const metricsBound = await listen(probes, config.metrics.bind, 'metrics', cleanups);
+    const sql = await startPgWireListener({
+      config: config.introspection,
+      clusterName: config.clusterName,
+      access: introspection,
+      refreshAccess: () => ensureIntrospectionAccess(pool, databaseUrl, logger),
+      logger,
+    });
+    cleanups.push(() => sql.stop());
     logger.info(
       {
         ingress: formatBindAddress(ingressBound),
         admin: formatBindAddress(adminBound),
         metrics: formatBindAddress(metricsBound),
+        introspection: formatBindAddress(sql.address),
       },
       'Ratchet is ready',
     );
@@ -187,6 +199,7 @@ export async function startRuntime(config: Config, databaseUrl: string, logger: 
       ingress: ingressBound,
       admin: adminBound,
       metrics: metricsBound,
+      sql: sql.address,
       engine,
       cleaner,
       introspection,

@@ -83,6 +83,7 @@ export async function ensureIntrospectionAccess(
       await client.query(
         `ALTER ROLE ${ident} IN DATABASE ${client.escapeIdentifier(db)} SET default_transaction_read_only = on`,
       );
+      await lockDownSharedFunctions(client, logger);
       await client.query('COMMIT');
     } catch (err) {
       await client.query('ROLLBACK').catch(() => undefined);
@@ -102,5 +103,32 @@ export async function ensureIntrospectionAccess(
     return { role, password, database: db, url: url.toString() };
   } finally {
     client.release();
+  }
+}
+
+/**
+ * Functions PostgreSQL lets every role run that a read-only SQL session could still hurt the runtime with: holding
+ * the runtime's advisory locks (blocking migrations and registrations), notifying its schema channel, creating large
+ * objects (writes that read-only transactions do not stop once a client turns them off). In this database they are
+ * taken from PUBLIC and given to the runtime's own user. Only a superuser may change grants on pg_catalog functions:
+ * without one (an external database) this is skipped with a warning, and the role's sessions can still do those.
+ */
+async function lockDownSharedFunctions(client: pg.PoolClient, logger: Logger): Promise<void> {
+  const su = await client.query<{ su: boolean }>('SELECT rolsuper AS su FROM pg_roles WHERE rolname = current_user');
+  if (su.rows[0]?.su !== true) {
+    logger.warn(
+      'the database user is not a superuser: SQL introspection sessions can still take advisory locks, notify and ' +
+        'create large objects; use a superuser, or revoke EXECUTE on those functions from PUBLIC yourself',
+    );
+    return;
+  }
+  const fns = await client.query<{ sig: string }>(
+    `SELECT p.oid::regprocedure::text AS sig FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+     WHERE n.nspname = 'pg_catalog' AND (p.proname LIKE 'pg\\_advisory%' OR p.proname LIKE 'pg\\_try\\_advisory%'
+       OR p.proname = 'pg_notify' OR p.proname LIKE 'lo\\_%' OR p.proname IN ('lowrite', 'loread'))`,
+  );
+  for (const { sig } of fns.rows) {
+    await client.query(`REVOKE EXECUTE ON FUNCTION ${sig} FROM PUBLIC`);
+    await client.query(`GRANT EXECUTE ON FUNCTION ${sig} TO CURRENT_USER`);
   }
 }
