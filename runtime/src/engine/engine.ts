@@ -312,6 +312,7 @@ export class Engine {
       expiresAt: null,
     });
     ctx.journal = [{ index: 0, type: MessageType.InputCommand, raw: inputRaw }];
+    ctx.mayHaveTimers = row.status === 'scheduled';
     if (row.status === 'scheduled') {
       stmts.push(
         onlyIfInserted(
@@ -1115,6 +1116,7 @@ export class Engine {
           kind: 'sleep' as const,
           completionId: cmd.completionId,
         };
+        ctx.mayHaveTimers = true;
         stmts.push(insertTimer(t, (id) => after.push(() => this.timers.schedule({ ...t, id }, fireAt.getTime()))));
         break;
       }
@@ -1567,6 +1569,7 @@ export class Engine {
       completionId: null,
     };
     let timerId = '';
+    ctx.mayHaveTimers = true;
     this.write(
       ctx,
       [
@@ -1623,7 +1626,8 @@ export class Engine {
         },
         now,
       ),
-      deleteTimersOf(ctx.id),
+      // Most invocations never armed a timer: no statement for them.
+      ...(ctx.mayHaveTimers ? [deleteTimersOf(ctx.id)] : []),
       resultToWaiters(ctx.id, (row) => delivered.push(row)),
       ...extra,
     );

@@ -54,6 +54,8 @@ export class InvocationCtx implements NotificationIndex {
   /** Indexes of entries the SDK itself sent in the current attempt (never echoed back). */
   readonly fromSdk = new Set<number>();
   starting = false;
+  /** False only while this process knows no timer row exists for it (created here, never armed one). */
+  mayHaveTimers = true;
   /** A start timer created with the invocation, scheduled in memory once that commit is durable. */
   pendingTimer: TimerRow | undefined;
   lastWrite: Promise<void> = Promise.resolve();
