@@ -1,8 +1,8 @@
 import http from 'node:http';
 import * as restate from '@restatedev/restate-sdk';
-import { createTestDatabase, type TestDatabase } from '../support/postgres.ts';
-import { startRestateServer, type RestateServer } from '../support/restate-server.ts';
-import { startEndpoint, type SdkEndpoint, type StartEndpointOptions } from '../support/sdk-endpoint.ts';
+import { createTestDatabase } from '../support/postgres.ts';
+import { startRestateServer } from '../support/restate-server.ts';
+import { startEndpoint, type StartEndpointOptions } from '../support/sdk-endpoint.ts';
 
 /**
  * Compatibility-test plumbing: the two targets (the real restate-server 1.7.12 and Ratchet), each with its own SDK
@@ -282,61 +282,12 @@ class Resources {
   }
 }
 
-export async function startRestateTarget(): Promise<Target> {
-  const resources = new Resources();
-  try {
-    // Closed in reverse: the server stops before its endpoint goes away.
-    const endpoint: SdkEndpoint = await startEndpoint({ services: SERVICES, transport: 'h2' });
-    resources.add(() => endpoint.close());
-    const server: RestateServer = await startRestateServer();
-    resources.add(() => server.stop());
-    try {
-      await registerDeployment(server.adminUrl, endpoint.url);
-      await waitForServices(server.ingressUrl, SERVICE_NAMES);
-    } catch (err) {
-      throw new Error(`${String(err)}\n--- restate-server output ---\n${server.output().slice(-20_000)}`, {
-        cause: err,
-      });
-    }
-    return {
-      name: 'restate',
-      tag: 'via-restate',
-      ingressUrl: server.ingressUrl,
-      adminUrl: server.adminUrl,
-      output: () => server.output(),
-      stop: () => resources.closeAll(),
-    };
-  } catch (err) {
-    await resources.closeAll().catch(() => undefined);
-    throw err;
-  }
+export function startRestateTarget(): Promise<Target> {
+  return startRestateTargetServing({ services: SERVICES, names: SERVICE_NAMES });
 }
 
-export async function startRatchetTarget(): Promise<Target> {
-  // Imported lazily: the restate half of the suite runs even while Ratchet's runtime does not build.
-  const { startTestRuntime } = await import('../integration/support/runtime.ts');
-  const resources = new Resources();
-  try {
-    const db: TestDatabase = await createTestDatabase();
-    resources.add(() => db.drop());
-    const endpoint = await startEndpoint({ services: SERVICES, transport: 'h2' });
-    resources.add(() => endpoint.close());
-    const runtime = await startTestRuntime(db.url);
-    resources.add(() => runtime.stop());
-    await registerDeployment(runtime.adminUrl, endpoint.url);
-    await waitForServices(runtime.ingressUrl, SERVICE_NAMES);
-    return {
-      name: 'ratchet',
-      tag: 'via-ratchet',
-      ingressUrl: runtime.ingressUrl,
-      adminUrl: runtime.adminUrl,
-      output: () => '',
-      stop: () => resources.closeAll(),
-    };
-  } catch (err) {
-    await resources.closeAll().catch(() => undefined);
-    throw err;
-  }
+export function startRatchetTarget(): Promise<Target> {
+  return startRatchetTargetServing({ services: SERVICES, names: SERVICE_NAMES });
 }
 
 // ------------------------------------------------------------------------------------------------------------------
@@ -348,7 +299,7 @@ export interface ServiceSet {
   readonly names: readonly string[];
 }
 
-/** Like `startRestateTarget`, with `set` instead of the ingress suite's services. */
+/** restate-server 1.7.12 with its own SDK endpoint serving `set`. */
 export async function startRestateTargetServing(set: ServiceSet): Promise<Target> {
   const resources = new Resources();
   try {
@@ -378,8 +329,9 @@ export async function startRestateTargetServing(set: ServiceSet): Promise<Target
   }
 }
 
-/** Like `startRatchetTarget`, with `set` instead of the ingress suite's services. */
+/** Ratchet (in-process, its own database) with its own SDK endpoint serving `set`. */
 export async function startRatchetTargetServing(set: ServiceSet): Promise<Target> {
+  // Imported lazily: the restate half of a suite runs even while Ratchet's runtime does not build.
   const { startTestRuntime } = await import('../integration/support/runtime.ts');
   const resources = new Resources();
   try {
