@@ -1,0 +1,166 @@
+import autocannon from 'autocannon';
+import { WORKLOADS, workloadRequest, type Workload } from './workloads.ts';
+
+/**
+ * The load generator: a child process (forked by `run.ts` with an IPC channel) that drives one runtime's ingress with
+ * autocannon per request it gets, and answers with what it measured. It lives for the whole benchmark, so both
+ * runtimes are driven by the same warmed-up process. It exits when its parent disconnects (or dies).
+ */
+
+export interface LoadRequest {
+  readonly type: 'run';
+  readonly id: number;
+  /** Ingress base URL, without trailing slash. */
+  readonly url: string;
+  readonly workload: Workload;
+  readonly connections: number;
+  readonly durationS: number;
+}
+
+export interface LoadStop {
+  readonly type: 'stop';
+}
+
+export interface LoadStats {
+  /** Responses with a 2xx status. */
+  readonly ok: number;
+  readonly non2xx: number;
+  /** Connection errors and timeouts. */
+  readonly errors: number;
+  readonly timeouts: number;
+  /** From the first request to the end of the run, seconds. */
+  readonly elapsedS: number;
+  readonly rps: number;
+  /** Latencies of the 2xx responses, milliseconds, exact (not bucketed). */
+  readonly latencyMs: {
+    readonly mean: number;
+    readonly p50: number;
+    readonly p90: number;
+    readonly p99: number;
+    readonly max: number;
+  };
+  /** Status codes other than 2xx, with counts: what to look at when `non2xx` is not 0. */
+  readonly statusCodes: Record<string, number>;
+}
+
+export type LoadReply =
+  | { readonly type: 'result'; readonly id: number; readonly stats: LoadStats }
+  | { readonly type: 'error'; readonly id: number; readonly message: string };
+
+let current: autocannon.Instance | undefined;
+
+/** The `q`-quantile of sorted values (nearest rank). */
+function quantile(sorted: Float64Array, q: number): number {
+  if (sorted.length === 0) return 0;
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
+  return sorted[rank] ?? 0;
+}
+
+function runLoad(request: LoadRequest): Promise<LoadStats> {
+  let latencies = new Float64Array(1 << 16);
+  let count = 0;
+  let n = 0;
+  const first = workloadRequest(request.workload, 0);
+  const varies = request.workload === 'add';
+  return new Promise((resolve, reject) => {
+    const started = process.hrtime.bigint();
+    const instance = autocannon(
+      {
+        url: request.url,
+        connections: request.connections,
+        duration: request.durationS,
+        timeout: 30,
+        requests: [
+          {
+            method: 'POST',
+            path: first.path,
+            headers: { 'content-type': 'application/json' },
+            body: first.body,
+            ...(varies
+              ? {
+                  setupRequest: (req: autocannon.Request) => ({
+                    ...req,
+                    path: workloadRequest(request.workload, n++).path,
+                  }),
+                }
+              : {}),
+          },
+        ],
+      },
+      (err, result) => {
+        current = undefined;
+        if (err !== null) {
+          reject(err);
+          return;
+        }
+        const elapsedS = Number(process.hrtime.bigint() - started) / 1e9;
+        const sorted = latencies.subarray(0, count).sort();
+        let sum = 0;
+        for (const v of sorted) sum += v;
+        const statusCodes: Record<string, number> = {};
+        for (const [code, { count: c }] of Object.entries(result.statusCodeStats)) {
+          if (!code.startsWith('2')) statusCodes[code] = c;
+        }
+        resolve({
+          ok: count,
+          non2xx: result.non2xx,
+          errors: result.errors,
+          timeouts: result.timeouts,
+          elapsedS,
+          rps: count / elapsedS,
+          latencyMs: {
+            mean: count === 0 ? 0 : sum / count,
+            p50: quantile(sorted, 0.5),
+            p90: quantile(sorted, 0.9),
+            p99: quantile(sorted, 0.99),
+            max: sorted.length === 0 ? 0 : (sorted[sorted.length - 1] ?? 0),
+          },
+          statusCodes,
+        });
+      },
+    );
+    current = instance;
+    instance.on('response', (_client, statusCode, _bytes, responseTime) => {
+      if (statusCode < 200 || statusCode > 299) return;
+      if (count === latencies.length) {
+        const grown = new Float64Array(latencies.length * 2);
+        grown.set(latencies);
+        latencies = grown;
+      }
+      latencies[count++] = responseTime;
+    });
+  });
+}
+
+function reply(message: LoadReply): void {
+  process.send?.(message);
+}
+
+function isWorkload(value: unknown): value is Workload {
+  return (WORKLOADS as readonly unknown[]).includes(value);
+}
+
+function main(): void {
+  if (process.send === undefined) throw new Error('bench/load-generator.ts must be started by bench/run.ts (IPC)');
+  process.on('message', (message: LoadRequest | LoadStop) => {
+    if (message.type === 'stop') {
+      current?.stop();
+      return;
+    }
+    if (!isWorkload(message.workload)) {
+      reply({ type: 'error', id: message.id, message: `unknown workload ${String(message.workload)}` });
+      return;
+    }
+    runLoad(message).then(
+      (stats) => reply({ type: 'result', id: message.id, stats }),
+      (err: unknown) =>
+        reply({ type: 'error', id: message.id, message: err instanceof Error ? err.message : String(err) }),
+    );
+  });
+  process.once('disconnect', () => {
+    current?.stop();
+    process.exit(0);
+  });
+}
+
+main();

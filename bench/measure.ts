@@ -1,0 +1,192 @@
+import type { LoadGenerator } from './children.ts';
+import { log, type Abort } from './control.ts';
+import { machineCpuSeconds, treeCpuSeconds } from './procfs.ts';
+import type { CpuTotal, RunRecord } from './report.ts';
+import type { CpuReading, RuntimeCounters, RuntimeName, RuntimeUnderTest } from './runtimes.ts';
+import type { Settings } from './settings.ts';
+import type { Workload } from './workloads.ts';
+
+/**
+ * The measurement: a warm-up, then every workload × concurrency × round on both runtimes in turn, with CPU time of
+ * every process involved read before and after each run and memory sampled during it.
+ */
+
+export interface Stack {
+  readonly runtimes: Map<RuntimeName, RuntimeUnderTest>;
+  /** PID of each runtime's SDK service host. */
+  readonly services: Map<RuntimeName, number>;
+  readonly load: LoadGenerator;
+}
+
+/** Samples the memory of the runtime under load every `intervalMs` until stopped; keeps the peaks. */
+function memorySampler(runtime: RuntimeUnderTest, intervalMs: number) {
+  let peakRuntimeRss = 0;
+  let peakPostgresPss = 0;
+  let running = true;
+  let wake: (() => void) | undefined;
+  const loop = (async () => {
+    while (running) {
+      const m = await runtime.memory();
+      peakRuntimeRss = Math.max(peakRuntimeRss, m.runtimeRss);
+      peakPostgresPss = Math.max(peakPostgresPss, m.postgresPss);
+      // Interruptible, so the next run does not wait for the rest of an interval.
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, intervalMs);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+  })();
+  let stopped: Promise<{ peakRuntimeRss: number; peakPostgresPss: number }> | undefined;
+  return {
+    stop() {
+      stopped ??= (async () => {
+        running = false;
+        wake?.();
+        await loop;
+        return { peakRuntimeRss, peakPostgresPss };
+      })();
+      return stopped;
+    },
+  };
+}
+
+interface CpuSnapshot {
+  readonly at: bigint;
+  readonly runtime: CpuReading;
+  readonly service: number;
+  readonly loadGenerator: number;
+  /** This process: the sampling and bookkeeping. */
+  readonly harness: number;
+  readonly machine: { readonly busy: number; readonly steal: number };
+}
+
+async function snapshot(stack: Stack, runtime: RuntimeUnderTest): Promise<CpuSnapshot> {
+  const [cpu, service, loadGenerator, machine] = await Promise.all([
+    runtime.cpu(),
+    treeCpuSeconds(stack.services.get(runtime.name) ?? -1),
+    treeCpuSeconds(stack.load.forked.child.pid ?? -1),
+    machineCpuSeconds(),
+  ]);
+  const own = process.cpuUsage();
+  const harness = (own.user + own.system) / 1e6;
+  return { at: process.hrtime.bigint(), runtime: cpu, service, loadGenerator, harness, machine };
+}
+
+function countersBetween(before: RuntimeCounters, after: RuntimeCounters): RuntimeCounters {
+  const delta: Partial<Record<keyof RuntimeCounters, number>> = {};
+  for (const key of Object.keys(after) as (keyof RuntimeCounters)[]) {
+    const a = after[key];
+    const b = before[key];
+    if (a !== undefined && b !== undefined) delta[key] = a - b;
+  }
+  return delta;
+}
+
+function cpuBetween(before: CpuSnapshot, after: CpuSnapshot): RunRecord['cpu'] {
+  return {
+    windowS: Number(after.at - before.at) / 1e9,
+    runtime: after.runtime.runtime - before.runtime.runtime,
+    postgres: after.runtime.postgres - before.runtime.postgres,
+    service: after.service - before.service,
+    loadGenerator: after.loadGenerator - before.loadGenerator,
+    harness: after.harness - before.harness,
+    machineBusy: after.machine.busy - before.machine.busy,
+    steal: after.machine.steal - before.machine.steal,
+  };
+}
+
+export async function measure(
+  settings: Settings,
+  stack: Stack,
+  abort: Abort,
+): Promise<{ records: RunRecord[]; totals: CpuTotal[] }> {
+  const names: RuntimeName[] = ['ratchet', 'restate'];
+  const invocations = new Map<RuntimeName, number>(names.map((n) => [n, 0]));
+  const cpuAtStart = new Map(
+    await Promise.all(names.map(async (n) => [n, await stack.runtimes.get(n)!.cpu()] as const)),
+  );
+
+  const drive = async (runtime: RuntimeUnderTest, workload: Workload, connections: number, durationS: number) => {
+    const stats = await abort.race(stack.load.run({ url: runtime.ingressUrl, workload, connections, durationS }));
+    invocations.set(runtime.name, (invocations.get(runtime.name) ?? 0) + stats.ok + stats.non2xx);
+    if (abort.reason !== undefined) throw abort.reason;
+    return stats;
+  };
+
+  if (settings.warmupS > 0) {
+    log(`warm-up: ${settings.warmupS} s per workload and runtime at c=16`);
+    for (const workload of settings.workloads) {
+      for (const name of names) await drive(stack.runtimes.get(name)!, workload, 16, settings.warmupS);
+    }
+  }
+
+  const records: RunRecord[] = [];
+  const cells = settings.workloads.length * settings.concurrencies.length * settings.rounds;
+  let cell = 0;
+  for (let round = 1; round <= settings.rounds; round++) {
+    // Counterbalanced: A B in odd rounds, B A in even ones, so neither always runs right after the other.
+    const order = round % 2 === 1 ? names : [...names].reverse();
+    for (const workload of settings.workloads) {
+      for (const concurrency of settings.concurrencies) {
+        cell++;
+        for (const name of order) {
+          const runtime = stack.runtimes.get(name)!;
+          const sampler = memorySampler(runtime, 500);
+          // The scrape is outside the CPU window on both sides, so its cost is not counted as the workload's.
+          const countersBefore = await runtime.counters();
+          const before = await snapshot(stack, runtime);
+          const stats = await drive(runtime, workload, concurrency, settings.durationS).finally(() => sampler.stop());
+          const after = await snapshot(stack, runtime);
+          const countersAfter = await runtime.counters();
+          const memory = await sampler.stop();
+          const record: RunRecord = {
+            round,
+            workload,
+            concurrency,
+            runtime: name,
+            stats,
+            cpu: cpuBetween(before, after),
+            counters: countersBetween(countersBefore, countersAfter),
+            peakRuntimeRss: memory.peakRuntimeRss,
+            peakPostgresPss: memory.peakPostgresPss,
+          };
+          records.push(record);
+          const failed = stats.non2xx + stats.errors;
+          const { cpu } = record;
+          // Readings a few ms apart on either side make this slightly negative when nothing else ran.
+          const others = Math.max(
+            0,
+            cpu.machineBusy - cpu.runtime - cpu.postgres - cpu.service - cpu.loadGenerator - cpu.harness,
+          );
+          log(
+            `[${cell}/${cells}] round ${round} ${workload} c=${concurrency} ${name}: ${stats.rps.toFixed(0)} req/s, ` +
+              `p50 ${stats.latencyMs.p50.toFixed(2)} ms, p99 ${stats.latencyMs.p99.toFixed(2)} ms, ` +
+              `CPU ${(cpu.runtime + cpu.postgres).toFixed(2)} s; cores busy ${(cpu.machineBusy / cpu.windowS).toFixed(2)}, ` +
+              `other processes ${(others / cpu.windowS).toFixed(2)}` +
+              (failed > 0 ? `; ${failed} FAILED (${JSON.stringify(stats.statusCodes)})` : ''),
+          );
+        }
+      }
+    }
+  }
+
+  const totals: CpuTotal[] = [];
+  for (const name of names) {
+    const runtime = stack.runtimes.get(name)!;
+    const start = cpuAtStart.get(name)!;
+    const end = await runtime.cpu();
+    const cpuSeconds = { runtime: end.runtime - start.runtime, postgres: end.postgres - start.postgres };
+    const count = invocations.get(name) ?? 0;
+    totals.push({
+      runtime: name,
+      invocations: count,
+      cpuSeconds,
+      msPerInvocation: count === 0 ? 0 : ((cpuSeconds.runtime + cpuSeconds.postgres) / count) * 1000,
+      peakRssMiB: (await runtime.peakRss()) / (1024 * 1024),
+    });
+  }
+  return { records, totals };
+}

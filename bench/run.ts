@@ -1,0 +1,285 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import { join, relative } from 'node:path';
+import * as prettier from 'prettier';
+import type { ExitStatus } from '../test/support/child-process.ts';
+import { LoadGenerator, forkModule, startServiceHost } from './children.ts';
+import { Abort, describe, log, settleAll, sleep } from './control.ts';
+import { measure, type Stack } from './measure.ts';
+import { formatReport, ratios, summarize, targets } from './report.ts';
+import { PROTOCOL_VERSION, startRatchet, startRestate, type RuntimeName, type RuntimeUnderTest } from './runtimes.ts';
+import { USAGE, UsageError, parseSettings, type Settings } from './settings.ts';
+import { OBJECT_KEYS, isExpectedResponse, workloadRequest, type Workload } from './workloads.ts';
+
+/**
+ * `npm run bench`: Ratchet and restate-server side by side on the same SDK services, driven by the same load generator,
+ * interleaved run by run so that noise on this shared machine hits both alike. `npm run bench -- --quick` is the CI
+ * check that the harness works (no speed assertions). See bench/README.md.
+ */
+
+async function register(runtime: RuntimeUnderTest, serviceUrl: string): Promise<void> {
+  const res = await fetch(`${runtime.adminUrl}/deployments`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ uri: serviceUrl }),
+    signal: AbortSignal.timeout(30_000),
+  });
+  const text = await res.text();
+  if (res.status !== 201 && res.status !== 200) {
+    throw new Error(`${runtime.name}: registering ${serviceUrl} answered ${res.status}: ${text}`);
+  }
+}
+
+/**
+ * One call per workload with the expected answer, before any measurement: a runtime that answers wrongly (or not yet:
+ * restate-server's ingress learns of a new deployment a moment after the admin API answered) must not be timed.
+ */
+async function checkWorkloads(runtime: RuntimeUnderTest, workloads: readonly Workload[]): Promise<void> {
+  for (const workload of workloads) {
+    const request = workloadRequest(workload, 0);
+    const deadline = Date.now() + 30_000;
+    let last = '';
+    for (;;) {
+      try {
+        const res = await fetch(`${runtime.ingressUrl}${request.path}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: request.body,
+          signal: AbortSignal.timeout(10_000),
+        });
+        const text = await res.text();
+        if (res.status === 200 && isExpectedResponse(workload, JSON.parse(text))) break;
+        last = `${res.status} ${text}`;
+      } catch (err) {
+        last = err instanceof Error ? err.message : String(err);
+      }
+      if (Date.now() > deadline) {
+        throw new Error(`${runtime.name} does not answer ${workload} (${request.path}) as expected; last: ${last}`);
+      }
+      await sleep(200);
+    }
+  }
+}
+
+interface MachineDescription {
+  readonly cpuModel: string;
+  readonly cpus: number;
+  readonly memoryGiB: number;
+  readonly os: string;
+  readonly node: string;
+  readonly loadAverageAtStart: readonly number[];
+  readonly note: string;
+}
+
+function loadAverage(): number[] {
+  return os.loadavg().map((l) => Math.round(l * 100) / 100);
+}
+
+function machineDescription(): MachineDescription {
+  const cpus = os.cpus();
+  return {
+    cpuModel: cpus[0]?.model ?? 'unknown',
+    cpus: cpus.length,
+    memoryGiB: Math.round((os.totalmem() / 1024 ** 3) * 10) / 10,
+    os: `${os.type()} ${os.release()} ${os.arch()}`,
+    node: process.version,
+    loadAverageAtStart: loadAverage(),
+    note: 'shared machine; load generator, SDK services and both runtimes on the same cores',
+  };
+}
+
+/** JSON as the repository's Prettier config writes it, so a committed result passes `npm run format:check`. */
+async function writeResults(file: string, results: unknown): Promise<void> {
+  const options = (await prettier.resolveConfig(file)) ?? {};
+  await writeFile(file, await prettier.format(JSON.stringify(results), { ...options, parser: 'json' }));
+}
+
+interface Service {
+  readonly url: string;
+  readonly pid: number;
+}
+
+async function main(): Promise<number> {
+  let settings: Settings;
+  try {
+    settings = parseSettings(process.argv.slice(2));
+  } catch (err) {
+    if (err instanceof UsageError) {
+      if (err.message !== '') process.stderr.write(`${err.message}\n`);
+      process.stderr.write(`${USAGE}\n`);
+      return err.message === '' ? 0 : 2;
+    }
+    throw err;
+  }
+
+  const started = Date.now();
+  const machineAtStart = machineDescription();
+  const abort = new Abort();
+  // Stopped in this order: the load generator, then the runtimes (together), then the services they call.
+  const cleanups = {
+    load: [] as (() => Promise<void>)[],
+    runtimes: [] as (() => Promise<void>)[],
+    services: [] as (() => Promise<void>)[],
+  };
+  let load: LoadGenerator | undefined;
+  const runtimesStarted: RuntimeUnderTest[] = [];
+  let signals = 0;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    signals++;
+    if (signals > 1) {
+      log(`${signal} again: killing the children without waiting (some temp dirs under /tmp may remain)`);
+      for (const runtime of runtimesStarted) runtime.forceStop();
+      process.exit(130); // trackChild's exit hook SIGKILLs the other children
+    }
+    log(`${signal}: stopping (again to force)`);
+    load?.stopRun();
+    abort.abort(new Error(`interrupted by ${signal}`));
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+
+  let stopping = false;
+  /** A child that exits while the harness still needs it ends the benchmark with its output. */
+  const watch = (what: string, exited: Promise<ExitStatus>, output: () => string): void => {
+    void exited.then((status) => {
+      if (stopping) return;
+      abort.abort(
+        new Error(`${what} exited unexpectedly (${JSON.stringify(status)}). Output:\n${output().slice(-6000)}`),
+      );
+    });
+  };
+  let startup: Promise<[Service, Service, RuntimeUnderTest, RuntimeUnderTest, LoadGenerator]> | undefined;
+
+  try {
+    log(
+      `${settings.mode} mode: ${settings.workloads.join(', ')} × c=${settings.concurrencies.join('/')} × ` +
+        `${settings.rounds} round(s) × ${settings.durationS} s per runtime; protocol V${PROTOCOL_VERSION} for both`,
+    );
+    // Everything starts at once: Ratchet's PostgreSQL initdb is the slow part.
+    const startService = async (name: RuntimeName): Promise<Service> => {
+      const host = await startServiceHost(name);
+      cleanups.services.push(() => host.forked.stop());
+      watch(host.forked.what, host.forked.exited, host.forked.output);
+      return { url: host.url, pid: host.forked.child.pid ?? -1 };
+    };
+    const startRuntime = async (name: RuntimeName): Promise<RuntimeUnderTest> => {
+      let runtime: RuntimeUnderTest;
+      try {
+        runtime = name === 'ratchet' ? await startRatchet() : await startRestate();
+      } catch (err) {
+        throw new Error(`${name === 'ratchet' ? 'Ratchet' : 'restate-server'} did not start`, { cause: err });
+      }
+      cleanups.runtimes.push(() => runtime.stop());
+      runtimesStarted.push(runtime);
+      return runtime;
+    };
+    const startLoad = async (): Promise<LoadGenerator> => {
+      const forked = await forkModule('load-generator.ts', 'load generator');
+      cleanups.load.push(() => forked.stop());
+      watch(forked.what, forked.exited, forked.output);
+      return new LoadGenerator(forked);
+    };
+    startup = settleAll<[Service, Service, RuntimeUnderTest, RuntimeUnderTest, LoadGenerator]>([
+      startService('ratchet'),
+      startService('restate'),
+      startRuntime('ratchet'),
+      startRuntime('restate'),
+      startLoad(),
+    ]);
+    const [ratchetService, restateService, ratchet, restate, generator] = await abort.race(startup);
+    load = generator;
+    const stack: Stack = {
+      runtimes: new Map([
+        ['ratchet', ratchet],
+        ['restate', restate],
+      ]),
+      services: new Map([
+        ['ratchet', ratchetService.pid],
+        ['restate', restateService.pid],
+      ]),
+      load,
+    };
+    for (const rt of stack.runtimes.values()) watch(rt.name, rt.exited, () => rt.output());
+    log(`started in ${((Date.now() - started) / 1000).toFixed(1)} s; registering the SDK services`);
+
+    await abort.race(Promise.all([register(ratchet, ratchetService.url), register(restate, restateService.url)]));
+    await abort.race(
+      Promise.all([checkWorkloads(ratchet, settings.workloads), checkWorkloads(restate, settings.workloads)]),
+    );
+
+    const result = await measure(settings, stack, abort);
+    stopping = true;
+    const summaries = summarize(result.records);
+    const ratioRows = ratios(summaries);
+    const targetRows = targets(summaries, result.totals);
+    const report = formatReport(summaries, ratioRows, result.totals, targetRows);
+
+    const machine = { ...machineAtStart, loadAverageAtEnd: loadAverage() };
+    const finished = new Date();
+    const totalS = (finished.getTime() - started) / 1000;
+    await mkdir(settings.resultsDir, { recursive: true });
+    const file = join(
+      settings.resultsDir,
+      `${finished.toISOString().replace(/[:.]/g, '-')}${settings.mode === 'quick' ? '-quick' : ''}.json`,
+    );
+    const results = {
+      format: 1,
+      mode: settings.mode,
+      startedAt: new Date(started).toISOString(),
+      finishedAt: finished.toISOString(),
+      wallClockS: totalS,
+      machine,
+      settings: {
+        rounds: settings.rounds,
+        durationS: settings.durationS,
+        warmupS: settings.warmupS,
+        concurrencies: settings.concurrencies,
+        workloads: settings.workloads,
+        objectKeys: OBJECT_KEYS,
+        protocolVersion: PROTOCOL_VERSION,
+        loadGenerator: 'autocannon 9 (HTTP/1.1 keep-alive, one request in flight per connection), own process',
+        sdk: '@restatedev/restate-sdk over h2c, one service process per runtime',
+      },
+      runtimes: { ratchet: ratchet.description, restate: restate.description },
+      summaries,
+      ratios: ratioRows,
+      totals: result.totals,
+      targets: targetRows,
+      runs: result.records,
+    };
+    await writeResults(file, results);
+    process.stdout.write(
+      `\nRatchet vs restate-server ${String(restate.description['version'])} — ${settings.mode} mode, ` +
+        `protocol V${PROTOCOL_VERSION}, ${settings.rounds} round(s) × ${settings.durationS} s per cell\n` +
+        `machine: ${machine.cpus} × ${machine.cpuModel}, ${machine.memoryGiB} GiB, ${machine.os}, Node ${machine.node}; ` +
+        `load average ${machine.loadAverageAtStart.join(' ')} at start, ${machine.loadAverageAtEnd.join(' ')} at end\n\n` +
+        `${report}\n\n` +
+        `results: ${relative(process.cwd(), file) || file}\nwall clock: ${totalS.toFixed(0)} s\n`,
+    );
+    return 0;
+  } catch (err) {
+    const reason = abort.reason ?? err;
+    process.stderr.write(`\nbench failed: ${describe(reason)}\n`);
+    return signals > 0 ? 130 : 1;
+  } finally {
+    stopping = true;
+    log('stopping');
+    // A signal during startup: whatever is still starting registers its cleanup first.
+    await startup?.catch(() => undefined);
+    for (const phase of [cleanups.load, cleanups.runtimes, cleanups.services]) {
+      await Promise.all(phase.map((cleanup) => cleanup().catch((err: unknown) => log(`cleanup: ${describe(err)}`))));
+    }
+  }
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+    // Sockets of fetch's keep-alive pool must not hold the process open after the report.
+    setTimeout(() => process.exit(code), 200).unref();
+  },
+  (err: unknown) => {
+    process.stderr.write(`bench crashed: ${describe(err)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,80 @@
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { REPO_ROOT } from '../test/support/runtime-process.ts';
+import { WORKLOADS, type Workload } from './workloads.ts';
+
+/** The command line of `npm run bench`. */
+
+export interface Settings {
+  readonly mode: 'full' | 'quick';
+  readonly rounds: number;
+  readonly durationS: number;
+  readonly warmupS: number;
+  readonly concurrencies: readonly number[];
+  readonly workloads: readonly Workload[];
+  readonly resultsDir: string;
+}
+
+export const USAGE = `usage: npm run bench [-- options]
+  --quick               one short round at c=1 and c=16: checks the harness, a few seconds of load
+  --rounds N            rounds per workload, concurrency and runtime (default 2)
+  --duration S          seconds per run (default 8)
+  --warmup S            seconds of warm-up per workload and runtime at c=16 before measuring (default 1)
+  --concurrency LIST    comma-separated connection counts (default 1,16,128)
+  --workloads LIST      comma-separated subset of ${WORKLOADS.join(',')}
+  --results-dir DIR     where the JSON results go (default bench/results)`;
+
+function positive(name: string, value: string | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 0) throw new UsageError(`--${name} must be a non-negative number, got ${value}`);
+  return n;
+}
+
+export class UsageError extends Error {}
+
+export function parseSettings(argv: readonly string[]): Settings {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: [...argv],
+      options: {
+        quick: { type: 'boolean', default: false },
+        rounds: { type: 'string' },
+        duration: { type: 'string' },
+        warmup: { type: 'string' },
+        concurrency: { type: 'string' },
+        workloads: { type: 'string' },
+        'results-dir': { type: 'string' },
+        help: { type: 'boolean', default: false },
+      },
+      strict: true,
+    }));
+  } catch (err) {
+    throw new UsageError(err instanceof Error ? err.message : String(err));
+  }
+  if (values.help) throw new UsageError('');
+  const quick = values.quick;
+  const concurrencies = (values.concurrency ?? (quick ? '1,16' : '1,16,128')).split(',').map((c) => {
+    const n = Number(c);
+    if (!Number.isInteger(n) || n < 1) throw new UsageError(`--concurrency takes positive integers, got ${c}`);
+    return n;
+  });
+  const workloads = (values.workloads ?? WORKLOADS.join(',')).split(',').map((w) => {
+    if (!(WORKLOADS as readonly string[]).includes(w)) throw new UsageError(`unknown workload ${w}`);
+    return w as Workload;
+  });
+  const rounds = positive('rounds', values.rounds, quick ? 1 : 2);
+  if (!Number.isInteger(rounds) || rounds < 1) throw new UsageError('--rounds must be an integer ≥ 1');
+  const durationS = positive('duration', values.duration, quick ? 1.5 : 8);
+  if (durationS <= 0) throw new UsageError('--duration must be > 0');
+  return {
+    mode: quick ? 'quick' : 'full',
+    rounds,
+    durationS,
+    warmupS: positive('warmup', values.warmup, quick ? 0 : 1),
+    concurrencies,
+    workloads,
+    resultsDir: values['results-dir'] ?? join(REPO_ROOT, 'bench', 'results'),
+  };
+}
