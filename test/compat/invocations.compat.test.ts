@@ -23,6 +23,9 @@ import {
   type ServiceSet,
   type Target,
   type TargetName,
+  RecordedRun,
+  dumpRun,
+  playRuns,
 } from './targets.ts';
 
 /**
@@ -140,16 +143,8 @@ const UNKNOWN_ID = 'inv_1gdJBtdVEcM942bjcDmb1c1khoaJe11Hbz';
 const UNKNOWN_DEPLOYMENT = 'dp_14LsPzKBnJNR2ofNbUKyKXl';
 
 /** One target's run of a scenario: each step's exchange (a poll keeps its last), and the names of its invocations. */
-class Run {
-  readonly steps = new Map<string, Exchange>();
+class Run extends RecordedRun {
   readonly labels = new Map<string, string>();
-  error: Error | undefined = undefined;
-
-  constructor(readonly target: Target) {}
-
-  get tag(): string {
-    return this.target.tag;
-  }
 
   /** `<tag>-<name>`: keys and inputs that no other target and no other scenario uses. */
   key(name: string): string {
@@ -257,39 +252,16 @@ class Run {
     if (dp === undefined) throw new Error(`no deployment serves Box\n${describeExchange(x)}`);
     return dp.id;
   }
-
-  private async exchange(step: string, baseUrl: string, request: HttpRequest): Promise<Exchange> {
-    const response = await httpRequest(baseUrl, request, REQUEST_TIMEOUT_MS);
-    const x: Exchange = { target: this.target.name, request, response };
-    this.steps.set(step, x);
-    return x;
-  }
 }
 
 type Runs = Map<TargetName, Run>;
 
-function dumpRun(run: Run): string {
-  const steps = [...run.steps].map(([step, x]) => `# ${step}\n${describeExchange(x)}`);
-  return [...steps, ...(run.error === undefined ? [] : [`# stopped: ${run.error.message}`])].join('\n\n');
-}
-
 /** Plays `script` on every target at once; restate-server must get through it. */
-async function play(script: (run: Run) => Promise<void>): Promise<Runs> {
-  const runs = [...targets.values()].map((t) => new Run(t));
-  await Promise.all(
-    runs.map(async (run) => {
-      try {
-        await script(run);
-      } catch (err) {
-        run.error = err instanceof Error ? err : new Error(String(err));
-      }
-    }),
+function play(script: (run: Run) => Promise<void>): Promise<Runs> {
+  return playRuns(
+    [...targets.values()].map((t) => new Run(t, REQUEST_TIMEOUT_MS)),
+    script,
   );
-  const ref = runs.find((r) => r.target.name === 'restate');
-  if (ref !== undefined && ref.error !== undefined) {
-    throw new Error(`the restate-server run stopped early\n${dumpRun(ref)}`, { cause: ref.error });
-  }
-  return new Map(runs.map((r) => [r.target.name, r]));
 }
 
 // --------------------------------------------------------------------------------------------------------------------

@@ -7,7 +7,6 @@ import {
   describeExchange,
   greeter,
   helper,
-  httpRequest,
   normalize,
   selectedTargets,
   startRatchetTargetServing,
@@ -18,6 +17,9 @@ import {
   type ServiceSet,
   type Target,
   type TargetName,
+  RecordedRun,
+  dumpRun,
+  playRuns,
 } from './targets.ts';
 
 /**
@@ -142,17 +144,7 @@ const REQUEST_TIMEOUT_MS = 20_000;
 const SCENARIO_TIMEOUT_MS = 120_000;
 
 /** One target's run of a scenario: each step's exchange (a poll keeps its last), and what stopped the run early. */
-class Run {
-  readonly steps = new Map<string, Exchange>();
-  /** What stopped the script early (a poll that timed out, a request that failed, a missing id). */
-  error: Error | undefined = undefined;
-
-  constructor(readonly target: Target) {}
-
-  get tag(): string {
-    return this.target.tag;
-  }
-
+class Run extends RecordedRun {
   send(step: string, request: HttpRequest): Promise<Exchange> {
     return this.exchange(step, this.target.ingressUrl, request);
   }
@@ -177,42 +169,19 @@ class Run {
       return x;
     });
   }
-
-  private async exchange(step: string, baseUrl: string, request: HttpRequest): Promise<Exchange> {
-    const response = await httpRequest(baseUrl, request, REQUEST_TIMEOUT_MS);
-    const x: Exchange = { target: this.target.name, request, response };
-    this.steps.set(step, x);
-    return x;
-  }
 }
 
 type Runs = Map<TargetName, Run>;
-
-function dumpRun(run: Run): string {
-  const steps = [...run.steps].map(([step, x]) => `# ${step}\n${describeExchange(x)}`);
-  return [...steps, ...(run.error === undefined ? [] : [`# stopped: ${run.error.message}`])].join('\n\n');
-}
 
 /**
  * Plays `script` on every target at once (each target's steps in order). restate-server must get through it; a
  * Ratchet run that stops early is reported at every step it did not reach.
  */
-async function play(script: (run: Run) => Promise<void>): Promise<Runs> {
-  const runs = [...targets.values()].map((t) => new Run(t));
-  await Promise.all(
-    runs.map(async (run) => {
-      try {
-        await script(run);
-      } catch (err) {
-        run.error = err instanceof Error ? err : new Error(String(err));
-      }
-    }),
+function play(script: (run: Run) => Promise<void>): Promise<Runs> {
+  return playRuns(
+    [...targets.values()].map((t) => new Run(t, REQUEST_TIMEOUT_MS)),
+    script,
   );
-  const ref = runs.find((r) => r.target.name === 'restate');
-  if (ref !== undefined && ref.error !== undefined) {
-    throw new Error(`the restate-server run stopped early\n${dumpRun(ref)}`, { cause: ref.error });
-  }
-  return new Map(runs.map((r) => [r.target.name, r]));
 }
 
 // --------------------------------------------------------------------------------------------------------------------

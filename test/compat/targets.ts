@@ -356,3 +356,60 @@ export async function startRatchetTargetServing(set: ServiceSet): Promise<Target
     throw err;
   }
 }
+
+// ------------------------------------------------------------------------------------------------------------------
+// Scenario runs: one script played on every target at once, each step's exchange recorded
+
+/** One target's run of a scenario: each step's exchange (a poll keeps its last), and what stopped it early. */
+export class RecordedRun {
+  readonly steps = new Map<string, Exchange>();
+  /** What stopped the script early (a poll that timed out, a request that failed, a missing id). */
+  error: Error | undefined = undefined;
+
+  constructor(
+    readonly target: Target,
+    private readonly requestTimeoutMs = 20_000,
+  ) {}
+
+  get tag(): string {
+    return this.target.tag;
+  }
+
+  /** Sends `request` to `baseUrl` and records the exchange as `step`. */
+  protected async exchange(step: string, baseUrl: string, request: HttpRequest): Promise<Exchange> {
+    const response = await httpRequest(baseUrl, request, this.requestTimeoutMs);
+    const x: Exchange = { target: this.target.name, request, response };
+    this.steps.set(step, x);
+    return x;
+  }
+}
+
+/** Every recorded step of a run, and what stopped it, for failure messages. */
+export function dumpRun(run: RecordedRun): string {
+  const steps = [...run.steps].map(([step, x]) => `# ${step}\n${describeExchange(x)}`);
+  return [...steps, ...(run.error === undefined ? [] : [`# stopped: ${run.error.message}`])].join('\n\n');
+}
+
+/**
+ * Plays `script` on every run at once (each run's steps in order). restate-server's run must get through it; a
+ * Ratchet run that stops early keeps its error for the comparison to report.
+ */
+export async function playRuns<R extends RecordedRun>(
+  runs: R[],
+  script: (run: R) => Promise<void>,
+): Promise<Map<TargetName, R>> {
+  await Promise.all(
+    runs.map(async (run) => {
+      try {
+        await script(run);
+      } catch (err) {
+        run.error = err instanceof Error ? err : new Error(String(err));
+      }
+    }),
+  );
+  const ref = runs.find((r) => r.target.name === 'restate');
+  if (ref !== undefined && ref.error !== undefined) {
+    throw new Error(`the restate-server run stopped early\n${dumpRun(ref)}`, { cause: ref.error });
+  }
+  return new Map(runs.map((r) => [r.target.name, r]));
+}
