@@ -1050,6 +1050,8 @@ export class Engine {
     const now = new Date();
     const stmts: Stmt[] = [];
     const after: (() => void)[] = [];
+    /** Outbox rows this command writes are delivered once it is committed. */
+    const deliverAfter = (row: OutboxRow): void => void after.push(() => void this.deliver(row));
     const journalExtra: Partial<
       JournalEntry & {
         name: string;
@@ -1190,14 +1192,13 @@ export class Engine {
           now,
         );
         if (cmd.kind === 'call') {
-          const onRow = (row: OutboxRow): void => void after.push(() => void this.deliver(row));
           const wait = awaitResult(
             ctxRow.id,
             ctx.id,
             ctx.partitionId,
             cmd.resultCompletionId,
             MessageType.CallCompletionNotification,
-            onRow,
+            deliverAfter,
           );
           if (target.schema.ty === 'Workflow' && handler.ty === 'Workflow') {
             // A workflow's run executes once per key: calling it again fails, as it does at the ingress.
@@ -1217,7 +1218,7 @@ export class Engine {
                   ),
                 ),
               },
-              onRow,
+              deliverAfter,
             );
             stmts.push({ ...wait, when: () => childCreated }, { ...again, when: () => !childCreated });
           } else {
@@ -1277,7 +1278,7 @@ export class Engine {
                 ),
               ),
             },
-            (row) => after.push(() => void this.deliver(row)),
+            deliverAfter,
           ),
         );
         break;
@@ -1291,7 +1292,6 @@ export class Engine {
         }
         journalExtra.promiseName = cmd.key;
         const ref = { service: ctx.serviceName, key: ctx.serviceKey, name: cmd.key };
-        const onRow = (row: OutboxRow): void => void after.push(() => void this.deliver(row));
         if (cmd.kind === 'getPromise') {
           stmts.push(
             awaitPromise(
@@ -1300,7 +1300,7 @@ export class Engine {
               ctx.partitionId,
               cmd.completionId,
               MessageType.GetPromiseCompletionNotification,
-              onRow,
+              deliverAfter,
             ),
           );
         } else if (cmd.kind === 'peekPromise') {
@@ -1311,7 +1311,7 @@ export class Engine {
               ctx.partitionId,
               cmd.completionId,
               MessageType.PeekPromiseCompletionNotification,
-              onRow,
+              deliverAfter,
             ),
           );
         } else {
@@ -1333,7 +1333,7 @@ export class Engine {
                 failure: { code: 409, message: 'promise was already completed' },
               }),
               MessageType.GetPromiseCompletionNotification,
-              onRow,
+              deliverAfter,
             ),
           );
         }
@@ -1349,7 +1349,6 @@ export class Engine {
           reject('RT0017', `the ${cmd.kind === 'attach' ? 'attach' : 'get-output'} command names a bad invocation id`);
           return;
         }
-        const onRow = (row: OutboxRow): void => void after.push(() => void this.deliver(row));
         if (cmd.kind === 'attach') {
           stmts.push(
             awaitResult(
@@ -1358,7 +1357,7 @@ export class Engine {
               ctx.partitionId,
               cmd.completionId,
               MessageType.AttachInvocationCompletionNotification,
-              onRow,
+              deliverAfter,
             ),
           );
         } else {
@@ -1375,7 +1374,7 @@ export class Engine {
                 sourceInvocationId: targetId,
                 raw: null,
               },
-              onRow,
+              deliverAfter,
             ),
           );
         }
