@@ -188,7 +188,7 @@ function play(script: (run: Run) => Promise<void>): Promise<Runs> {
 // Comparison
 
 /** `2026-11-21T22:44:09.702+00:00`: completion time + retention, RFC 3339 with milliseconds. */
-const EXPIRES = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}\+00:00$/;
+const EXPIRES = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{3})?\+00:00$/;
 /** `sign_1` + base64url(raw invocation id ‖ u32 signal index): 44 characters. */
 const AWAKEABLE_ID = /^sign_1[0-9A-Za-z_-]{38}$/;
 

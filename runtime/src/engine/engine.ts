@@ -490,6 +490,11 @@ export class Engine {
     }
   }
 
+  /** How many requests are waiting in `awaitCompletion` for `id` on this replica. */
+  completionWaiters(id: string): number {
+    return this.waiters.get(id)?.size ?? 0;
+  }
+
   async getCompleted(id: string): Promise<{ row: InvocationRow; done?: CompletedInvocation } | undefined> {
     const row = await getInvocation(this.deps.pool, id);
     if (row === undefined || isExpired(row)) return undefined;

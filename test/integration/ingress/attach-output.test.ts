@@ -346,7 +346,8 @@ describe('ingress attach, output and lookup', () => {
     let answered = 0;
     for (const a of [attaching, attachingByBody]) void a.response.then(() => answered++);
     await Promise.all([attaching.sent, attachingByBody.sent]);
-    // Both attach requests are on the wire before this round trip, and still waiting after it.
+    // Both attach requests wait in the engine (not answered from a stored result) before the gate opens.
+    await expect.poll(() => runtime.handle.engine.completionWaiters(id), { timeout: 20_000 }).toBe(2);
     expect((await get(`/restate/output/${id}`)).status).toBe(470);
     expect(answered).toBe(0);
 
