@@ -1,0 +1,258 @@
+import { Type, type Static } from '@sinclair/typebox';
+import {
+  Conditions,
+  Duration,
+  LocalObjectReference,
+  Name,
+  Opaque,
+  OpaqueList,
+  OpaqueListByName,
+  SecretKeySelector,
+  StringEnum,
+  StringMap,
+  cel,
+  exactlyOneOf,
+  immutable,
+} from './schema-helpers.ts';
+
+/*
+ * Cluster: one Ratchet runtime cluster — a Kubernetes Deployment of stateless runtime pods against one PostgreSQL,
+ * its Services, ConfigMap, auth Secrets, PDB and optional NetworkPolicy.
+ */
+
+export const LISTENERS = ['ingress', 'admin', 'introspection', 'observability'] as const;
+export type ListenerName = (typeof LISTENERS)[number];
+
+/** Container ports of the runtime; the operator owns them (users cannot move them through `config`). */
+export const LISTENER_PORTS: Readonly<Record<ListenerName | 'metrics', number>> = {
+  ingress: 8080,
+  admin: 9070,
+  introspection: 9071,
+  observability: 3100,
+  metrics: 5122,
+};
+
+const ListenerService = Type.Object(
+  {
+    enabled: Type.Optional(Type.Boolean({ default: true, description: 'Create the Service for this listener.' })),
+    type: Type.Optional(StringEnum(['ClusterIP', 'NodePort', 'LoadBalancer'] as const, { default: 'ClusterIP' })),
+    annotations: Type.Optional(StringMap({ description: 'Annotations on the Service (e.g. load-balancer options).' })),
+    labels: Type.Optional(StringMap({ description: 'Extra labels on the Service.' })),
+    loadBalancerSourceRanges: Type.Optional(
+      Type.Array(Type.String({ maxLength: 64 }), {
+        maxItems: 32,
+        description: 'CIDRs allowed to reach a LoadBalancer.',
+      }),
+    ),
+  },
+  { description: 'The Kubernetes Service in front of one runtime listener.' },
+);
+
+const Database = Type.Object(
+  {
+    secretRef: Type.Optional(
+      SecretKeySelector('An existing Secret holding a PostgreSQL DSN (postgres://user:pass@host:5432/db).', 'uri'),
+    ),
+    cnpg: Type.Optional(
+      Type.Object(
+        {
+          clusterName: Name('Name of the CloudNativePG Cluster in this namespace.'),
+          secretName: Type.Optional(
+            Name(
+              'Secret with the application DSN under key `uri` (default: `<clusterName>-app`, made by CloudNativePG).',
+            ),
+          ),
+        },
+        { description: 'A CloudNativePG cluster; Ratchet reads the `uri` of its application Secret.' },
+      ),
+    ),
+    bundled: Type.Optional(
+      Type.Object(
+        {
+          image: Type.Optional(
+            Type.String({ default: 'postgres:17-alpine', maxLength: 512, description: 'PostgreSQL image.' }),
+          ),
+          storageSize: Type.Optional(
+            Type.String({ default: '1Gi', maxLength: 32, description: 'Size of the data volume.' }),
+          ),
+          storageClassName: Type.Optional(Type.String({ maxLength: 253, ...cel(immutable('storageClassName')) })),
+        },
+        {
+          description:
+            'A single PostgreSQL StatefulSet created by the operator. FOR TEST CLUSTERS ONLY: no backups, no ' +
+            'high availability, no upgrades. Use secretRef or cnpg in production.',
+        },
+      ),
+    ),
+    maxConnections: Type.Optional(
+      Type.Integer({
+        minimum: 2,
+        maximum: 1000,
+        default: 20,
+        description: 'PostgreSQL connections per runtime pod (RATCHET_DATABASE_POOL_SIZE).',
+      }),
+    ),
+  },
+  {
+    description: 'Where the runtime keeps all its state. Exactly one of secretRef, cnpg, bundled.',
+    ...cel(exactlyOneOf(['secretRef', 'cnpg', 'bundled'], 'database source')),
+  },
+);
+
+const KafkaCluster = Type.Object({
+  name: Name('Name the runtime knows this Kafka cluster by (used in subscription sources: kafka://<name>/<topic>).'),
+  bootstrapServers: Type.Array(Type.String({ maxLength: 512 }), {
+    minItems: 1,
+    maxItems: 32,
+    description: 'host:port of the brokers.',
+  }),
+  properties: Type.Optional(StringMap({ description: 'librdkafka-style client properties.' })),
+  propertiesFrom: Type.Optional(
+    LocalObjectReference('A Secret whose keys are merged into properties (credentials such as sasl.password).'),
+  ),
+});
+
+const Auth = Type.Object(
+  {
+    enabled: Type.Optional(
+      Type.Boolean({
+        default: true,
+        description: 'Managed mode: every request to ingress, admin and observability needs a bearer JWT.',
+      }),
+    ),
+    signingKeySecret: Type.Optional(
+      Name(
+        'Bring your own signing key: a Secret with `private.pem` (PKCS#8, Ed25519/ES256/RS256). Default: the operator ' +
+          'creates `<cluster>-signing-key`.',
+      ),
+    ),
+    tokenSecret: Type.Optional(
+      Name(
+        'Bring your own access token: a Secret with `token` (a JWT with role full, signed by the signing key). ' +
+          'Default: the operator creates `<cluster>-token`.',
+      ),
+    ),
+  },
+  { description: 'Authentication of the runtime listeners.' },
+);
+
+const Pod = Type.Object(
+  {
+    labels: Type.Optional(StringMap()),
+    annotations: Type.Optional(StringMap()),
+    resources: Type.Optional(Opaque('Container resources (requests/limits) of the runtime container.')),
+    env: Type.Optional(OpaqueListByName('Extra environment variables (operator-owned RATCHET_* keys win).')),
+    envFrom: Type.Optional(OpaqueList('Extra envFrom sources.')),
+    nodeSelector: Type.Optional(StringMap()),
+    tolerations: Type.Optional(OpaqueList('Pod tolerations.')),
+    affinity: Type.Optional(Opaque('Pod affinity.')),
+    topologySpreadConstraints: Type.Optional(OpaqueList('Pod topology spread constraints.')),
+    priorityClassName: Type.Optional(Type.String({ maxLength: 253 })),
+    podSecurityContext: Type.Optional(Opaque('Pod securityContext (default: non-root, RuntimeDefault seccomp).')),
+    securityContext: Type.Optional(Opaque('Runtime container securityContext (default: no privileges, read-only).')),
+    sidecars: Type.Optional(OpaqueListByName('Extra containers in the runtime pods.', 16)),
+    extraVolumes: Type.Optional(OpaqueListByName('Extra pod volumes.', 32)),
+    extraVolumeMounts: Type.Optional(OpaqueListByName('Extra mounts in the runtime container.', 32)),
+    terminationGracePeriodSeconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 3600 })),
+  },
+  { description: 'Overrides for the runtime pods. Operator-owned keys win on conflicts.' },
+);
+
+export const ClusterSpec = Type.Object(
+  {
+    image: Type.String({ minLength: 1, maxLength: 512, description: 'Runtime container image.' }),
+    imagePullPolicy: Type.Optional(StringEnum(['Always', 'IfNotPresent', 'Never'] as const)),
+    imagePullSecrets: Type.Optional(OpaqueListByName('Image pull secrets.', 16)),
+    replicas: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 100, default: 1, description: 'Runtime pods (all stateless).' }),
+    ),
+    database: Database,
+    config: Type.Optional(
+      Opaque(
+        'Runtime configuration (the TOML file as an object: sections and kebab-case keys, e.g. {"worker": ' +
+          '{"cleanup-interval": "1m"}}). Listener binds, cluster name, database and auth are owned by the operator.',
+      ),
+    ),
+    services: Type.Optional(
+      Type.Object({
+        ingress: Type.Optional(ListenerService),
+        admin: Type.Optional(ListenerService),
+        introspection: Type.Optional(ListenerService),
+        observability: Type.Optional(ListenerService),
+      }),
+    ),
+    kafka: Type.Optional(
+      Type.Object({
+        clusters: Type.Array(KafkaCluster, {
+          maxItems: 16,
+          'x-kubernetes-list-type': 'map',
+          'x-kubernetes-list-map-keys': ['name'],
+        }),
+      }),
+    ),
+    auth: Type.Optional(Auth),
+    tls: Type.Optional(
+      Type.Object(
+        {
+          introspection: Type.Optional(
+            LocalObjectReference('A kubernetes.io/tls Secret (tls.crt, tls.key) for the SQL listener (9071).'),
+          ),
+        },
+        { description: 'TLS material for listeners that terminate TLS in the runtime.' },
+      ),
+    ),
+    networkPolicy: Type.Optional(
+      Type.Object({
+        enabled: Type.Optional(Type.Boolean({ default: false })),
+        allowFrom: Type.Optional(
+          Type.Object({
+            ingress: Type.Optional(OpaqueList('NetworkPolicyPeers allowed to reach the ingress (default: all).')),
+            admin: Type.Optional(OpaqueList('Peers allowed to reach admin (default: the operator namespace).')),
+            introspection: Type.Optional(OpaqueList('Peers allowed to reach introspection.')),
+            observability: Type.Optional(OpaqueList('Peers allowed to reach observability.')),
+          }),
+        ),
+      }),
+    ),
+    disruption: Type.Optional(
+      Type.Object({
+        maxUnavailable: Type.Optional(
+          Type.Integer({ minimum: 0, default: 1, description: 'PodDisruptionBudget maxUnavailable.' }),
+        ),
+      }),
+    ),
+    serviceAccount: Type.Optional(
+      Type.Object({
+        create: Type.Optional(Type.Boolean({ default: true })),
+        name: Type.Optional(Name('ServiceAccount name (default: the cluster name).')),
+        annotations: Type.Optional(StringMap({ description: 'e.g. eks.amazonaws.com/role-arn for Lambda access.' })),
+      }),
+    ),
+    pod: Type.Optional(Pod),
+    drainTimeout: Type.Optional(Duration('How long runtime pods get to finish in-flight work on shutdown.')),
+  },
+  { description: 'A Ratchet runtime cluster.' },
+);
+
+const Endpoints = Type.Object({
+  ingress: Type.Optional(Type.String()),
+  admin: Type.Optional(Type.String()),
+  introspection: Type.Optional(Type.String()),
+  observability: Type.Optional(Type.String()),
+});
+
+export const ClusterStatus = Type.Object({
+  observedGeneration: Type.Optional(Type.Integer()),
+  conditions: Type.Optional(Conditions),
+  replicas: Type.Optional(Type.Integer()),
+  readyReplicas: Type.Optional(Type.Integer()),
+  updatedReplicas: Type.Optional(Type.Integer()),
+  version: Type.Optional(Type.String({ description: 'Runtime version, from the admin API /version.' })),
+  adminApiVersions: Type.Optional(Type.Object({ min: Type.Integer(), max: Type.Integer() })),
+  endpoints: Type.Optional(Endpoints),
+  configHash: Type.Optional(Type.String({ description: 'Hash of the config and secrets the pods run with.' })),
+  tokenSecret: Type.Optional(Type.String({ description: 'Secret holding the access token (key `token`).' })),
+});
+
+export type ClusterSpec = Static<typeof ClusterSpec>;
+export type ClusterStatus = Static<typeof ClusterStatus>;
