@@ -34,6 +34,8 @@ export interface ReconcileContext {
   readonly now: () => Date;
   readonly log: Logger;
   readonly serviceUrl: ServiceUrlResolver;
+  /** Namespace the operator runs in (NetworkPolicies let it reach admin APIs). */
+  readonly operatorNamespace: string;
 }
 
 /** A kind whose changes should reconcile primary objects: owned children, referenced Clusters or Secrets. */
