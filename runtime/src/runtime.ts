@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { buildAdminApp } from './admin/app.ts';
+import { TokenVerifier } from './auth/verifier.ts';
 import type { Config } from './config/config.ts';
 import { formatBindAddress, type BindAddress } from './config/bind-address.ts';
 import { RetentionCleaner } from './engine/retention.ts';
@@ -57,6 +58,21 @@ export async function startRuntime(config: Config, databaseUrl: string, logger: 
     for (const c of cleanups.reverse()) await c().catch(() => undefined);
   };
   try {
+    // Managed mode: a missing or invalid keys file stops startup (RT0002) before anything else is touched.
+    let auth: TokenVerifier | undefined;
+    if (config.auth.keysFile !== undefined) {
+      const verifier = await TokenVerifier.start({
+        keysFile: config.auth.keysFile,
+        clusterName: config.clusterName,
+        logger: logger.child({ component: 'auth' }),
+      });
+      auth = verifier;
+      cleanups.push(() => {
+        verifier.stop();
+        return Promise.resolve();
+      });
+    }
+
     const client = await pool.connect();
     try {
       const m = await migrate(client);
@@ -163,7 +179,7 @@ export async function startRuntime(config: Config, databaseUrl: string, logger: 
     });
 
     const ingressAddress = formatBindAddress(config.ingress.bind);
-    const ingress = buildIngressApp({ engine, registry, logger, requestSizeLimit: 32 * 1024 * 1024 });
+    const ingress = buildIngressApp({ engine, registry, logger, requestSizeLimit: 32 * 1024 * 1024, auth });
     const admin = buildAdminApp({
       registry,
       register: createRegistration({ pool, registry, clusterName: config.clusterName, logger }),
@@ -173,6 +189,7 @@ export async function startRuntime(config: Config, databaseUrl: string, logger: 
       logger,
       engine,
       queries,
+      auth,
     });
     const probes = buildProbesApp(metrics.registry);
     const ingressBound = await listen(ingress, config.ingress.bind, 'ingress', cleanups);
@@ -183,6 +200,7 @@ export async function startRuntime(config: Config, databaseUrl: string, logger: 
       clusterName: config.clusterName,
       access: introspection,
       refreshAccess: () => ensureIntrospectionAccess(pool, databaseUrl, logger),
+      auth,
       logger,
     });
     cleanups.push(() => sql.stop());

@@ -1,5 +1,7 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import { AuthError } from '../auth/errors.ts';
+import { authorize, type Authenticator } from '../auth/verifier.ts';
 import type { Engine } from '../engine/engine.ts';
 import { RatchetError } from '../errors/errors.ts';
 import type { IntrospectionQueries } from '../introspection/query.ts';
@@ -43,6 +45,8 @@ export interface AdminDeps {
   queries?: IntrospectionQueries;
   /** Largest request body accepted; default 10 MiB. */
   bodyLimit?: number;
+  /** Managed mode: every request needs an access token with the role full or admin. Undefined = dev mode. */
+  auth?: Authenticator | undefined;
 }
 
 const STATIC_ROUTES: readonly AdminRoutes[] = [
@@ -99,6 +103,14 @@ export function buildAdminApp(deps: AdminDeps): FastifyInstance {
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: deps.bodyLimit ?? 10 * 1024 * 1024,
   });
+
+  const auth = deps.auth;
+  if (auth !== undefined) {
+    // Before the body is read, and before any route (or 404/405) answers anything.
+    app.addHook('onRequest', async (req) => {
+      authorize(await auth.authenticate(req.headers.authorization), 'admin');
+    });
+  }
 
   // Bodies are read raw; each route decides what it accepts, with restate's error phrases (see request.ts).
   app.removeAllContentTypeParsers();
@@ -170,6 +182,7 @@ export function buildAdminApp(deps: AdminDeps): FastifyInstance {
       return reply.code(err.status).type('text/plain; charset=utf-8').send(err.message);
     }
     if (err instanceof RatchetError) {
+      if (err instanceof AuthError) reply.header('www-authenticate', err.challenge);
       if (err.status >= 500) {
         req.log.warn({ err, 'error.code': err.code }, `admin request failed: ${err.codedMessage}`);
       } else {

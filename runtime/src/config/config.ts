@@ -42,6 +42,15 @@ export interface IntrospectionConfig extends ListenerConfig {
   readonly rowLimit: number;
 }
 
+/** Managed mode: what every request on the ingress, admin and introspection listeners must authenticate with. */
+export interface AuthConfig {
+  /**
+   * Absolute path of the verification keys (a JWKS document or PEM blocks, see `auth/README.md`); re-read when it
+   * changes. Undefined = dev mode: no authentication.
+   */
+  readonly keysFile: string | undefined;
+}
+
 export interface DatabaseConfig {
   /** External PostgreSQL (`postgres://` / `postgresql://`); undefined = embedded PostgreSQL under `dataDir`. */
   readonly url: string | undefined;
@@ -129,6 +138,7 @@ export interface Config {
   readonly serviceDefaults: ServiceDefaultsConfig;
   readonly storage: StorageConfig;
   readonly kafka: KafkaConfig;
+  readonly auth: AuthConfig;
   /**
    * Problems that did not stop loading (unknown `RATCHET_*` variables, a clamped retention). The logger does not
    * exist yet while config loads, so `main.ts` logs these once it does.
@@ -176,6 +186,7 @@ export const SETTINGS = {
   RATCHET_INTROSPECTION_STATEMENT_TIMEOUT: 'introspection.statement-timeout',
   RATCHET_INTROSPECTION_MAX_SESSIONS: 'introspection.max-sessions',
   RATCHET_INTROSPECTION_ROW_LIMIT: 'introspection.row-limit',
+  RATCHET_AUTH_KEYS_FILE: 'auth.keys-file',
 } as const;
 
 export type SettingName = keyof typeof SETTINGS;
@@ -438,6 +449,13 @@ function introspectionTls(cert: Raw | undefined, key: Raw | undefined, cwd: stri
   return { certFile: resolve(cwd, stringOf(cert, 'a file path')), keyFile: resolve(cwd, stringOf(key, 'a file path')) };
 }
 
+function optionalPath(raw: Raw | undefined, cwd: string): string | undefined {
+  if (raw === undefined) return undefined;
+  const path = stringOf(raw, 'a file path');
+  if (path === '') throw invalid(raw, 'expected a file path');
+  return resolve(cwd, path);
+}
+
 const FILE_KEYS: ReadonlySet<string> = new Set(Object.values(SETTINGS));
 
 function readConfigFile(path: string, blame: string): Map<string, unknown> {
@@ -677,6 +695,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
       cleanupIntervalMs: read.duration('RATCHET_CLEANUP_INTERVAL', '1m', { min: 10, max: MAX_SAFE_MS }),
     },
     kafka: { clusters: kafkaClusters(read.raw('RATCHET_KAFKA_CLUSTERS')) },
+    auth: { keysFile: optionalPath(read.raw('RATCHET_AUTH_KEYS_FILE'), cwd) },
     warnings,
   };
   return deepFreeze(config);

@@ -1,5 +1,7 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { AuthError } from '../auth/errors.ts';
 import { attachOrOutput, lookup } from './attach.ts';
+import { ingressAuthHook } from './auth.ts';
 import { completeAwakeable } from './awakeables.ts';
 import type { IngressDeps } from './deps.ts';
 import { IngressError, IngressErrors } from './errors.ts';
@@ -26,6 +28,9 @@ export function buildIngressApp(deps: IngressDeps): FastifyInstance {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
 
+  // Before the body is read: a refused request costs no parsing.
+  if (deps.auth !== undefined) app.addHook('onRequest', ingressAuthHook(deps.auth, deps.registry));
+
   app.addHook('onSend', async (_req, reply) => {
     reply.header('vary', VARY);
     reply.header('access-control-allow-credentials', 'true');
@@ -33,6 +38,10 @@ export function buildIngressApp(deps: IngressDeps): FastifyInstance {
 
   app.setErrorHandler((err: Error & { statusCode?: number }, _req, reply) => {
     if (err instanceof IngressError) return sendError(reply, err.status, err.message, 'ingress');
+    if (err instanceof AuthError) {
+      reply.header('www-authenticate', err.challenge);
+      return sendError(reply, err.status, err.message, 'ingress');
+    }
     if (err.statusCode === 413) return sendError(reply, 413, 'request body is too large', 'ingress');
     if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) {
       return sendError(reply, err.statusCode, err.message, 'ingress');

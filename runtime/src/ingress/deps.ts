@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { Authenticator } from '../auth/verifier.ts';
 import type { Engine } from '../engine/engine.ts';
 import type { SchemaRegistry } from '../schema/registry.ts';
 
@@ -7,4 +8,6 @@ export interface IngressDeps {
   registry: SchemaRegistry;
   logger: Logger;
   requestSizeLimit: number;
+  /** Managed mode: every request needs an access token. Undefined = dev mode, no authentication. */
+  auth?: Authenticator | undefined;
 }

@@ -2,6 +2,9 @@ import { readFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { createSecureContext, type SecureContext } from 'node:tls';
 import type { Logger } from 'pino';
+import { AuthError } from '../../auth/errors.ts';
+import { roleAllows } from '../../auth/roles.ts';
+import type { Authenticator } from '../../auth/verifier.ts';
 import { formatBindAddress, type BindAddress } from '../../config/bind-address.ts';
 import type { IntrospectionConfig } from '../../config/config.ts';
 import { BindError, ConfigError } from '../../errors/config-errors.ts';
@@ -25,6 +28,11 @@ export interface PgWireListenerOptions {
    * change its own password, so an authenticated client could otherwise lock everyone out until a restart.
    */
   readonly refreshAccess?: () => Promise<IntrospectionAccess | undefined>;
+  /**
+   * Managed mode: the password is an access token with the role full or admin, asked for in cleartext; the
+   * configured password is not used. Undefined = dev mode (SCRAM against the configured password, or none).
+   */
+  readonly auth?: Authenticator | undefined;
   readonly logger: Logger;
 }
 
@@ -64,6 +72,19 @@ function loadTls(tls: NonNullable<IntrospectionConfig['tls']>): {
   }
 }
 
+/** Why a SQL login with this token is refused, or undefined when the token opens SQL introspection. */
+async function checkToken(auth: Authenticator, token: string): Promise<string | undefined> {
+  try {
+    const principal = await auth.verify(token);
+    return roleAllows(principal.role, 'introspection')
+      ? undefined
+      : `the token's role '${principal.role}' does not allow SQL introspection`;
+  } catch (err) {
+    if (err instanceof AuthError) return err.message;
+    throw err;
+  }
+}
+
 function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '::1' || host.startsWith('127.');
 }
@@ -98,7 +119,19 @@ export async function startPgWireListener(options: PgWireListenerOptions): Promi
       });
     return refreshing;
   };
-  if (config.password === undefined && !isLoopback(config.bind.host)) {
+  const auth = options.auth;
+  if (auth !== undefined) {
+    if (config.tls === undefined) {
+      logger.warn(
+        { bind: formatBindAddress(config.bind) },
+        'managed mode: SQL clients send their access token in cleartext and 9071 has no TLS; set ' +
+          'RATCHET_INTROSPECTION_TLS_CERT and RATCHET_INTROSPECTION_TLS_KEY',
+      );
+    }
+    if (config.password !== undefined) {
+      logger.warn('managed mode: RATCHET_INTROSPECTION_PASSWORD is ignored; SQL clients log in with an access token');
+    }
+  } else if (config.password === undefined && !isLoopback(config.bind.host)) {
     logger.warn(
       { bind: formatBindAddress(config.bind) },
       'SQL introspection accepts sessions without a password on a non-loopback address; set RATCHET_INTROSPECTION_PASSWORD',
@@ -111,7 +144,8 @@ export async function startPgWireListener(options: PgWireListenerOptions): Promi
   const keyOf = new Map<Session, string>();
   const context: SessionContext = {
     clusterName: options.clusterName,
-    verifier: config.password === undefined ? undefined : scramVerifier(config.password),
+    verifier: auth !== undefined || config.password === undefined ? undefined : scramVerifier(config.password),
+    checkToken: auth === undefined ? undefined : (token) => checkToken(auth, token),
     secureContext: tls?.secureContext,
     channelBinding: tls?.channelBinding,
     backend: () => backend,

@@ -187,6 +187,10 @@ export function authenticationOk(): Buffer {
   return new Writer().int32(AUTH_OK).message(MSG.authentication);
 }
 
+export function authenticationCleartextPassword(): Buffer {
+  return new Writer().int32(AUTH_CLEARTEXT).message(MSG.authentication);
+}
+
 export function authenticationSasl(mechanisms: readonly string[]): Buffer {
   const w = new Writer().int32(AUTH_SASL);
   for (const m of mechanisms) w.cstring(m);

@@ -15,6 +15,7 @@ import {
 import { FrameScanner } from './frame-scanner.ts';
 import { HandshakeReader, PeerClosed } from './handshake-reader.ts';
 import {
+  authenticationCleartextPassword,
   authenticationOk,
   authenticationSasl,
   authenticationSaslContinue,
@@ -47,6 +48,11 @@ export interface SessionContext {
   readonly clusterName: string;
   /** The password's SCRAM keys; undefined = no password (dev mode): the user name alone is checked. */
   readonly verifier: ScramVerifier | undefined;
+  /**
+   * Managed mode: the password is an access token, asked for in cleartext (SCRAM cannot check a secret the server
+   * does not hold) and checked by this function, which returns why it is refused, or undefined. Wins over `verifier`.
+   */
+  readonly checkToken: ((token: string) => Promise<string | undefined>) | undefined;
   /** Set when TLS is configured: SSLRequest is then answered 'S'. */
   readonly secureContext: SecureContext | undefined;
   /** `tls-server-end-point` data of the certificate; SCRAM-SHA-256-PLUS is offered over TLS when set. */
@@ -319,6 +325,7 @@ export class Session {
 
   private async authenticate(reader: HandshakeReader, user: string, channelBinding: Buffer | undefined): Promise<void> {
     const known = user === this.ctx.clusterName;
+    if (this.ctx.checkToken !== undefined) return this.authenticateToken(reader, user, known, this.ctx.checkToken);
     const verifier = this.ctx.verifier;
     if (verifier === undefined) {
       if (!known) {
@@ -355,6 +362,27 @@ export class Session {
       throw fatal('28P01', `password authentication failed for user "${user}"`);
     }
     this.client.write(authenticationSaslFinal(serverFinal));
+  }
+
+  /** Managed mode: AuthenticationCleartextPassword, the token as the password (as hosted PostgreSQL does for JWTs). */
+  private async authenticateToken(
+    reader: HandshakeReader,
+    user: string,
+    known: boolean,
+    checkToken: (token: string) => Promise<string | undefined>,
+  ): Promise<void> {
+    this.client.write(authenticationCleartextPassword());
+    const message = await reader.message(MAX_AUTH_MESSAGE);
+    if (message.type !== MSG.password) {
+      throw new ProtocolViolation(`expected password response, got message type ${message.type.charCodeAt(0)}`);
+    }
+    const token = new Reader(message.body).cstring();
+    // The token is checked for an unknown user too: the answer and its timing never tell which part was wrong.
+    const refused = await checkToken(token);
+    if (refused !== undefined || !known) {
+      this.log.info({ reason: known ? refused : 'unknown user' }, 'SQL session refused');
+      throw fatal('28P01', `password authentication failed for user "${user}"`);
+    }
   }
 
   private startTls(socket: Socket, secureContext: SecureContext): Promise<TLSSocket> {
