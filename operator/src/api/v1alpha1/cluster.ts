@@ -41,6 +41,7 @@ const ListenerService = Type.Object(
     loadBalancerSourceRanges: Type.Optional(
       Type.Array(Type.String({ maxLength: 64 }), {
         maxItems: 32,
+        'x-kubernetes-list-type': 'atomic',
         description: 'CIDRs allowed to reach a LoadBalancer.',
       }),
     ),
@@ -104,6 +105,7 @@ const KafkaCluster = Type.Object({
   bootstrapServers: Type.Array(Type.String({ maxLength: 512 }), {
     minItems: 1,
     maxItems: 32,
+    'x-kubernetes-list-type': 'atomic',
     description: 'host:port of the brokers.',
   }),
   properties: Type.Optional(StringMap({ description: 'librdkafka-style client properties.' })),
@@ -161,7 +163,9 @@ const Pod = Type.Object(
 export const ClusterSpec = Type.Object(
   {
     image: Type.String({ minLength: 1, maxLength: 512, description: 'Runtime container image.' }),
-    imagePullPolicy: Type.Optional(StringEnum(['Always', 'IfNotPresent', 'Never'] as const)),
+    imagePullPolicy: Type.Optional(
+      StringEnum(['Always', 'IfNotPresent', 'Never'] as const, { description: 'Pull policy of the runtime image.' }),
+    ),
     imagePullSecrets: Type.Optional(OpaqueListByName('Image pull secrets.', 16)),
     replicas: Type.Optional(
       Type.Integer({ minimum: 1, maximum: 100, default: 1, description: 'Runtime pods (all stateless).' }),
