@@ -112,13 +112,14 @@ export const KINDS = {
 
 export type KindName = keyof typeof KINDS;
 
-interface Resource<K extends KindName, S, T> {
+/** A type alias, not an interface, so each resource is assignable to `KubeObject` (its index signature). */
+type Resource<K extends KindName, S, T> = {
   apiVersion: typeof API_VERSION;
   kind: K;
   metadata: ObjectMeta;
   spec: S;
   status?: T;
-}
+};
 
 export type Cluster = Resource<'Cluster', ClusterSpec, ClusterStatus>;
 export type Deployment = Resource<'Deployment', DeploymentSpec, DeploymentStatus>;

@@ -1,0 +1,1 @@
+export { createSubscriptionController, subscriptionController } from './controller.ts';

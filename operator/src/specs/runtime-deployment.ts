@@ -1,0 +1,240 @@
+import { LISTENER_PORTS, LISTENERS, type ListenerName } from '../api/v1alpha1/cluster.ts';
+import type { Cluster } from '../api/v1alpha1/index.ts';
+import { AUTH_KEYS_FILE_KEY, CONFIG_FILE_KEY } from './config-map.ts';
+import { CONFIG_HASH_ANNOTATION, childMeta, digest } from './meta.ts';
+import { clusterLabels, clusterNames, selectorLabels } from './names.ts';
+import type {
+  Container,
+  ContainerPort,
+  DeploymentObject,
+  EnvVar,
+  Json,
+  PodSpec,
+  Probe,
+  Volume,
+  VolumeMount,
+} from './objects.ts';
+import { authEnabled, DEFAULT_POOL_SIZE, databaseSecret, replicasOf, serviceAccountName } from './settings.ts';
+
+/*
+ * The runtime pods: a plain apps/v1 Deployment, since every process is stateless (all state is in PostgreSQL). The
+ * pods run the image non-root on a read-only root file system; everything they write goes to two emptyDirs.
+ */
+
+export const RUNTIME_CONTAINER = 'ratchet';
+/** The ConfigMap (ratchet.toml, auth-keys.pem) as a directory: the kubelet swaps its files atomically on change. */
+export const CONFIG_DIR = '/etc/ratchet/config';
+/** A sibling of CONFIG_DIR, never inside it: a mount point inside a read-only ConfigMap volume cannot be created. */
+export const INTROSPECTION_TLS_DIR = '/etc/ratchet/tls/introspection';
+export const DATA_DIR = '/var/lib/ratchet';
+/** The distroless `nonroot` user; any non-zero uid works since the pods write only to emptyDirs. */
+export const RUNTIME_UID = 65532;
+
+const VOLUMES = { config: 'config', tmp: 'tmp', data: 'data', introspectionTls: 'introspection-tls' } as const;
+const OWNED_VOLUMES: ReadonlySet<string> = new Set(Object.values(VOLUMES));
+
+/** Rolling updates add a pod before removing one: capacity never drops below `replicas`. */
+const STRATEGY = { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } } as const;
+/** Old ReplicaSets kept for `kubectl rollout undo`; unbounded history piled up pods in restate-operator #78. */
+export const REVISION_HISTORY_LIMIT = 3;
+
+/** Values of the pods' inputs that are not in the pod template itself, digested into CONFIG_HASH_ANNOTATION. */
+export interface ConfigHashInputs {
+  /** The runtime ConfigMap's data. */
+  readonly configMap: Readonly<Record<string, string>>;
+  /** Every Secret value the pods read (DSN, TLS key pair), keyed `<secret>/<key>`; values as stored (base64). */
+  readonly secrets: Readonly<Record<string, string>>;
+}
+
+/** Changes when, and only when, some input changes; independent of key order. */
+export function configHash(inputs: ConfigHashInputs): string {
+  return digest({ configMap: inputs.configMap, secrets: inputs.secrets });
+}
+
+function bind(listener: ListenerName | 'metrics'): string {
+  return `0.0.0.0:${LISTENER_PORTS[listener]}`;
+}
+
+/** The environment the operator owns; user variables of the same names are dropped. */
+export function operatorEnv(cluster: Cluster): EnvVar[] {
+  const db = databaseSecret(cluster);
+  const env: EnvVar[] = [
+    { name: 'RATCHET_CLUSTER_NAME', value: cluster.metadata.name },
+    { name: 'RATCHET_DATABASE_URL', valueFrom: { secretKeyRef: { name: db.secretName, key: db.key } } },
+    {
+      name: 'RATCHET_DATABASE_POOL_SIZE',
+      value: String(cluster.spec.database.maxConnections ?? DEFAULT_POOL_SIZE),
+    },
+    { name: 'RATCHET_INGRESS_BIND', value: bind('ingress') },
+    { name: 'RATCHET_ADMIN_BIND', value: bind('admin') },
+    { name: 'RATCHET_INTROSPECTION_BIND', value: bind('introspection') },
+    { name: 'RATCHET_OBSERVABILITY_BIND', value: bind('observability') },
+    { name: 'RATCHET_METRICS_BIND', value: bind('metrics') },
+    { name: 'RATCHET_DATA_DIR', value: DATA_DIR },
+    { name: 'RATCHET_CONFIG', value: `${CONFIG_DIR}/${CONFIG_FILE_KEY}` },
+  ];
+  if (authEnabled(cluster)) env.push({ name: 'RATCHET_AUTH_KEYS_FILE', value: `${CONFIG_DIR}/${AUTH_KEYS_FILE_KEY}` });
+  if (cluster.spec.tls?.introspection !== undefined) {
+    env.push(
+      { name: 'RATCHET_INTROSPECTION_TLS_CERT', value: `${INTROSPECTION_TLS_DIR}/tls.crt` },
+      { name: 'RATCHET_INTROSPECTION_TLS_KEY', value: `${INTROSPECTION_TLS_DIR}/tls.key` },
+    );
+  }
+  return env;
+}
+
+/** Operator variables first (user values may refer to them as `$(RATCHET_…)`), then the user's other ones. */
+function mergeEnv(cluster: Cluster): EnvVar[] {
+  const own = operatorEnv(cluster);
+  const owned = new Set(own.map((e) => e.name));
+  const user = (cluster.spec.pod?.env ?? []) as EnvVar[];
+  return [...own, ...user.filter((e) => !owned.has(e.name)).map((e) => ({ ...e }))];
+}
+
+/** User entries of a list keyed by name, minus names the operator uses (the operator's win). */
+function userNamed<T extends { name: string }>(items: readonly Json[] | undefined, reserved: ReadonlySet<string>): T[] {
+  return (items ?? []).filter((i) => !reserved.has(String(i['name']))).map((i) => ({ ...i }) as unknown as T);
+}
+
+const CONTAINER_PORTS: ContainerPort[] = [...LISTENERS, 'metrics' as const].map((l) => ({
+  name: l,
+  containerPort: LISTENER_PORTS[l],
+  protocol: 'TCP',
+}));
+
+function httpProbe(path: string, periodSeconds: number, failureThreshold: number): Probe {
+  return { httpGet: { path, port: LISTENER_PORTS.metrics }, periodSeconds, timeoutSeconds: 2, failureThreshold };
+}
+
+/** Probes on the metrics listener, which opens only once the runtime has migrated the database and started. */
+export const PROBES = {
+  readiness: httpProbe('/ready', 5, 3),
+  liveness: httpProbe('/health', 10, 6),
+  // Up to five minutes for the first start (schema migrations of a large database) before liveness takes over.
+  startup: httpProbe('/health', 2, 150),
+} as const;
+
+export const DEFAULT_POD_SECURITY_CONTEXT: Json = {
+  runAsNonRoot: true,
+  runAsUser: RUNTIME_UID,
+  runAsGroup: RUNTIME_UID,
+  fsGroup: RUNTIME_UID,
+  seccompProfile: { type: 'RuntimeDefault' },
+};
+
+export const DEFAULT_CONTAINER_SECURITY_CONTEXT: Json = {
+  allowPrivilegeEscalation: false,
+  readOnlyRootFilesystem: true,
+  runAsNonRoot: true,
+  capabilities: { drop: ['ALL'] },
+};
+
+function volumes(cluster: Cluster): Volume[] {
+  const list: Volume[] = [
+    { name: VOLUMES.config, configMap: { name: clusterNames.config(cluster.metadata.name) } },
+    { name: VOLUMES.tmp, emptyDir: {} },
+    { name: VOLUMES.data, emptyDir: {} },
+  ];
+  const tls = cluster.spec.tls?.introspection;
+  if (tls !== undefined) {
+    // Group-readable through fsGroup; the private key is nobody else's business.
+    list.push({ name: VOLUMES.introspectionTls, secret: { secretName: tls.name, defaultMode: 0o440 } });
+  }
+  return [...list, ...userNamed<Volume>(cluster.spec.pod?.extraVolumes, OWNED_VOLUMES)];
+}
+
+function volumeMounts(cluster: Cluster): VolumeMount[] {
+  const mounts: VolumeMount[] = [
+    { name: VOLUMES.config, mountPath: CONFIG_DIR, readOnly: true },
+    { name: VOLUMES.tmp, mountPath: '/tmp' },
+    { name: VOLUMES.data, mountPath: DATA_DIR },
+  ];
+  if (cluster.spec.tls?.introspection !== undefined) {
+    mounts.push({ name: VOLUMES.introspectionTls, mountPath: INTROSPECTION_TLS_DIR, readOnly: true });
+  }
+  return [...mounts, ...userNamed<VolumeMount>(cluster.spec.pod?.extraVolumeMounts, OWNED_VOLUMES)];
+}
+
+function runtimeContainer(cluster: Cluster): Container {
+  const pod = cluster.spec.pod;
+  const container: Container = { name: RUNTIME_CONTAINER, image: cluster.spec.image };
+  if (cluster.spec.imagePullPolicy !== undefined) container.imagePullPolicy = cluster.spec.imagePullPolicy;
+  container.ports = CONTAINER_PORTS.map((p) => ({ ...p }));
+  container.env = mergeEnv(cluster);
+  if (pod?.envFrom !== undefined && pod.envFrom.length > 0) container.envFrom = pod.envFrom.map((e) => ({ ...e }));
+  if (pod?.resources !== undefined) container.resources = { ...pod.resources };
+  container.volumeMounts = volumeMounts(cluster);
+  container.readinessProbe = { ...PROBES.readiness };
+  container.livenessProbe = { ...PROBES.liveness };
+  container.startupProbe = { ...PROBES.startup };
+  container.securityContext = { ...DEFAULT_CONTAINER_SECURITY_CONTEXT, ...pod?.securityContext };
+  return container;
+}
+
+/** Whole seconds of a `30s` / `5m` / `1h30m` / `500ms` duration, rounded up. */
+export function durationSeconds(text: string): number {
+  const units: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600 };
+  let total = 0;
+  for (const match of text.matchAll(/([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)/g)) {
+    total += Number(match[1]) * (units[match[2]!] ?? 0);
+  }
+  return Math.ceil(total);
+}
+
+function podSpec(cluster: Cluster): PodSpec {
+  const pod = cluster.spec.pod;
+  const spec: PodSpec = {
+    containers: [runtimeContainer(cluster), ...userNamed<Container>(pod?.sidecars, new Set([RUNTIME_CONTAINER]))],
+    volumes: volumes(cluster),
+    securityContext: { ...DEFAULT_POD_SECURITY_CONTEXT, ...pod?.podSecurityContext },
+    // The runtime never calls the Kubernetes API; cloud identities (IRSA) use their own projected token.
+    automountServiceAccountToken: false,
+    // A namespace with many Services would otherwise inject hundreds of variables, some named like RATCHET_*.
+    enableServiceLinks: false,
+  };
+  const sa = serviceAccountName(cluster);
+  if (sa !== undefined) spec.serviceAccountName = sa;
+  if (cluster.spec.imagePullSecrets !== undefined && cluster.spec.imagePullSecrets.length > 0) {
+    spec.imagePullSecrets = cluster.spec.imagePullSecrets.map((s) => ({ ...s }));
+  }
+  if (pod?.nodeSelector !== undefined) spec.nodeSelector = { ...pod.nodeSelector };
+  if (pod?.tolerations !== undefined) spec.tolerations = pod.tolerations.map((t) => ({ ...t }));
+  if (pod?.affinity !== undefined) spec.affinity = { ...pod.affinity };
+  if (pod?.topologySpreadConstraints !== undefined) {
+    spec.topologySpreadConstraints = pod.topologySpreadConstraints.map((t) => ({ ...t }));
+  }
+  if (pod?.priorityClassName !== undefined) spec.priorityClassName = pod.priorityClassName;
+  const grace =
+    pod?.terminationGracePeriodSeconds ??
+    (cluster.spec.drainTimeout === undefined ? undefined : durationSeconds(cluster.spec.drainTimeout));
+  if (grace !== undefined) spec.terminationGracePeriodSeconds = grace;
+  return spec;
+}
+
+export interface RuntimeDeploymentInputs {
+  /** configHash(…) of the ConfigMap data and Secret values the pods read. */
+  readonly configHash: string;
+}
+
+export function buildRuntimeDeployment(cluster: Cluster, inputs: RuntimeDeploymentInputs): DeploymentObject {
+  const name = cluster.metadata.name;
+  const pod = cluster.spec.pod;
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: childMeta(cluster, clusterNames.runtime(name)),
+    spec: {
+      replicas: replicasOf(cluster),
+      revisionHistoryLimit: REVISION_HISTORY_LIMIT,
+      selector: { matchLabels: selectorLabels(name) },
+      strategy: { type: STRATEGY.type, rollingUpdate: { ...STRATEGY.rollingUpdate } },
+      template: {
+        metadata: {
+          labels: { ...pod?.labels, ...clusterLabels(name) },
+          annotations: { ...pod?.annotations, [CONFIG_HASH_ANNOTATION]: inputs.configHash },
+        },
+        spec: podSpec(cluster),
+      },
+    },
+  };
+}
