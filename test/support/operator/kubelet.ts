@@ -65,6 +65,8 @@ export interface KubeletOptions {
   readonly intervalMs?: number;
   /** Label selector of the Deployments to run (default: Ratchet runtime pods made by the operator). */
   readonly selector?: string;
+  /** Only run pods in these namespaces (default: all). */
+  readonly namespaces?: readonly string[];
 }
 
 const CLOSED_PORT_URL = 'http://127.0.0.1:9';
@@ -265,6 +267,7 @@ export async function startKubelet(options: KubeletOptions): Promise<Kubelet> {
     const list = await apps.listDeploymentForAllNamespaces({ labelSelector: selector });
     const seen = new Set<string>();
     for (const d of list.items) {
+      if (options.namespaces !== undefined && !options.namespaces.includes(d.metadata!.namespace!)) continue;
       seen.add(`${d.metadata!.namespace!}/${d.metadata!.name!}`);
       await syncDeployment(d).catch(() => undefined); // a Secret not there yet: try again next tick
     }
