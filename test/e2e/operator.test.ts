@@ -283,26 +283,27 @@ describe('operator end to end: fake API server, process-backed kubelet, real run
     { timeout: 120_000 },
     async () => {
       // The CloudNativePG sample needs CloudNativePG's CRD, as on a real cluster with CloudNativePG installed.
-    h.fake.put({
-      apiVersion: 'apiextensions.k8s.io/v1',
-      kind: 'CustomResourceDefinition',
-      metadata: { name: 'clusters.postgresql.cnpg.io' },
-      spec: {
-        group: 'postgresql.cnpg.io',
-        scope: 'Namespaced',
-        names: { kind: 'Cluster', plural: 'clusters', singular: 'cluster', listKind: 'ClusterList' },
-        versions: [
-          {
-            name: 'v1',
-            served: true,
-            storage: true,
-            subresources: { status: {} },
-            schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
-          },
-        ],
-      },
-    });
-    const res = await kubectl(h, ['apply', '--server-side', '-f', join(REPO_ROOT, 'operator/samples')]);
+      const cnpgCrd = {
+        apiVersion: 'apiextensions.k8s.io/v1',
+        kind: 'CustomResourceDefinition',
+        metadata: { name: 'clusters.postgresql.cnpg.io' },
+        spec: {
+          group: 'postgresql.cnpg.io',
+          scope: 'Namespaced',
+          names: { kind: 'Cluster', plural: 'clusters', singular: 'cluster', listKind: 'ClusterList' },
+          versions: [
+            {
+              name: 'v1',
+              served: true,
+              storage: true,
+              subresources: { status: {} },
+              schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+            },
+          ],
+        },
+      };
+      h.fake.put(cnpgCrd);
+      const res = await kubectl(h, ['apply', '--server-side', '-f', join(REPO_ROOT, 'operator/samples')]);
       expect(res.code, res.stderr).toBe(0);
       const samples = 'ratchet-demo';
       const kinds = ['Cluster', 'Deployment', 'Subscription'];
