@@ -11,8 +11,8 @@ import type { ReconcileContext, ReconcileResult } from '../../reconcile/types.ts
 import { resolveAdminTarget } from '../shared/cluster-target.ts';
 import { durationMs } from '../shared/duration.ts';
 import { addFinalizer } from '../shared/finalizers.ts';
-import { PAUSED_MESSAGE, RECONCILIATION_PAUSED, isPaused } from '../shared/paused.ts';
-import { StatusDraft } from '../shared/status.ts';
+import { isPaused } from '../shared/paused.ts';
+import { StatusDraft, writeFirstSight, writePaused } from '../shared/status.ts';
 import {
   CONDITION,
   DEFAULT_GRACE_PERIOD_MS,
@@ -411,14 +411,7 @@ export async function reconcileLive(
 ): Promise<ReconcileResult> {
   const namespace = found.metadata.namespace ?? 'default';
   if (isPaused(found)) {
-    const draft = new StatusDraft(ctx, found);
-    draft.conditions({
-      type: CONDITION.reconciling,
-      status: 'False',
-      reason: RECONCILIATION_PAUSED,
-      message: PAUSED_MESSAGE,
-    });
-    await draft.flush();
+    await writePaused(ctx, found);
     return {};
   }
 
@@ -427,19 +420,7 @@ export async function reconcileLive(
   if (dep === undefined) return { requeueAfterMs: REQUEUE_MS.conflict };
 
   const draft = new StatusDraft(ctx, dep);
-  if (draft.status.observedGeneration !== draft.generation || draft.condition(CONDITION.ready) === undefined) {
-    if (draft.condition(CONDITION.ready) === undefined) {
-      draft.conditions({ type: CONDITION.ready, status: 'Unknown', reason: 'Reconciling', message: 'first reconcile' });
-    }
-    draft.conditions({
-      type: CONDITION.reconciling,
-      status: 'True',
-      reason: 'Progressing',
-      message: `reconciling generation ${draft.generation}`,
-    });
-    draft.observed();
-    await draft.flush();
-  }
+  await writeFirstSight(draft);
 
   const target = await resolveAdminTarget(ctx, namespace, dep.spec);
   if (!target.ok) {

@@ -2,6 +2,7 @@ import { FIELD_MANAGER } from '../../api/v1alpha1/index.ts';
 import type { Condition, KubeObject } from '../../kube/types.ts';
 import { setConditions, type ConditionInput } from '../../reconcile/conditions.ts';
 import type { ReconcileContext } from '../../reconcile/types.ts';
+import { PAUSED_MESSAGE, RECONCILIATION_PAUSED } from './paused.ts';
 
 export interface StatusShape {
   observedGeneration?: number;
@@ -60,4 +61,30 @@ export class StatusDraft<S extends StatusShape> {
     );
     this.written = text;
   }
+}
+
+/** A paused object gets only `Reconciling=False, ReconciliationPaused`; nothing else of it changes. */
+export async function writePaused(ctx: ReconcileContext, obj: KubeObject & { status?: StatusShape }): Promise<void> {
+  const draft = new StatusDraft(ctx, obj);
+  draft.conditions({ type: 'Reconciling', status: 'False', reason: RECONCILIATION_PAUSED, message: PAUSED_MESSAGE });
+  await draft.flush();
+}
+
+/**
+ * Status on first sight of a generation, before any slow step: kstatus counts a missing Ready as ready, and GitOps
+ * tools compare observedGeneration with generation, so both must be there at once.
+ */
+export async function writeFirstSight<S extends StatusShape>(draft: StatusDraft<S>): Promise<void> {
+  if (draft.status.observedGeneration === draft.generation && draft.condition('Ready') !== undefined) return;
+  if (draft.condition('Ready') === undefined) {
+    draft.conditions({ type: 'Ready', status: 'Unknown', reason: 'Reconciling', message: 'first reconcile' });
+  }
+  draft.conditions({
+    type: 'Reconciling',
+    status: 'True',
+    reason: 'Progressing',
+    message: `reconciling generation ${draft.generation}`,
+  });
+  draft.observed();
+  await draft.flush();
 }

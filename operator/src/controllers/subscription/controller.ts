@@ -6,8 +6,8 @@ import type { Controller, ObjectKey, ReconcileContext, ReconcileResult, Watch } 
 import { resolveAdminTarget } from '../shared/cluster-target.ts';
 import { addFinalizer, removeFinalizer } from '../shared/finalizers.ts';
 import type { DeploymentObject, SubscriptionObject } from '../shared/objects.ts';
-import { PAUSED_MESSAGE, RECONCILIATION_PAUSED, isPaused } from '../shared/paused.ts';
-import { StatusDraft } from '../shared/status.ts';
+import { isPaused } from '../shared/paused.ts';
+import { StatusDraft, writeFirstSight, writePaused } from '../shared/status.ts';
 import { desiredSubscription, findAdoptable, type DesiredSubscription } from './desired.ts';
 
 /*
@@ -106,14 +106,7 @@ async function createVerified(admin: AdminClient, desired: DesiredSubscription):
 async function reconcileLive(ctx: ReconcileContext, found: SubscriptionObject): Promise<ReconcileResult> {
   const namespace = found.metadata.namespace ?? 'default';
   if (isPaused(found)) {
-    const draft = new StatusDraft(ctx, found);
-    draft.conditions({
-      type: CONDITION.reconciling,
-      status: 'False',
-      reason: RECONCILIATION_PAUSED,
-      message: PAUSED_MESSAGE,
-    });
-    await draft.flush();
+    await writePaused(ctx, found);
     return {};
   }
 
@@ -122,19 +115,7 @@ async function reconcileLive(ctx: ReconcileContext, found: SubscriptionObject): 
   if (sub === undefined) return { requeueAfterMs: REQUEUE_MS.conflict };
 
   const draft = new StatusDraft(ctx, sub);
-  if (draft.status.observedGeneration !== draft.generation || draft.condition(CONDITION.ready) === undefined) {
-    if (draft.condition(CONDITION.ready) === undefined) {
-      draft.conditions({ type: CONDITION.ready, status: 'Unknown', reason: 'Reconciling', message: 'first reconcile' });
-    }
-    draft.conditions({
-      type: CONDITION.reconciling,
-      status: 'True',
-      reason: 'Progressing',
-      message: `reconciling generation ${draft.generation}`,
-    });
-    draft.observed();
-    await draft.flush();
-  }
+  await writeFirstSight(draft);
 
   const target = await resolveAdminTarget(ctx, namespace, { clusterRef: sub.spec.clusterRef });
   if (!target.ok) {
