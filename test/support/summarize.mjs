@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// Reads a vitest JSON report and prints the failures, then exactly one final line: `N passed, N failed` (with
-// `, N skipped` when there are any). Exits non-zero when a test failed, a file failed to run, no test ran, the
+// Reads a vitest JSON report and prints the failures, `N skipped` when there are any, then exactly one final line:
+// `N passed, N failed`. Exits non-zero when a test failed, a file failed to run, no test ran, the
 // report is missing, or vitest itself exited non-zero (`--vitest-exit <code>`).
 //
 // usage: node test/support/summarize.mjs <report.json> [--vitest-exit <code>]
@@ -49,5 +49,8 @@ if (report !== undefined) {
 if (Number.isNaN(vitestExit) || vitestExit !== 0) problems.push(`vitest exited with ${String(args[exitFlag + 1])}`);
 
 for (const problem of problems) console.log(`ERROR ${problem}`);
-console.log(`${passed} passed, ${failed} failed${skipped > 0 ? `, ${skipped} skipped` : ''}`);
+// Skipped tests (e.g. the kind run where Docker is missing) are reported on their own line, so the last line is
+// exactly `N passed, N failed`.
+if (skipped > 0) console.log(`${skipped} skipped`);
+console.log(`${passed} passed, ${failed} failed`);
 process.exitCode = failed > 0 || problems.length > 0 ? 1 : 0;
