@@ -1,14 +1,10 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as restate from '@restatedev/restate-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
-import { loadConfig } from '../../operator/src/config.ts';
-import { startOperator, type OperatorHandle } from '../../operator/src/operator.ts';
-import { createLogger } from '../../operator/src/telemetry/logger.ts';
-import { kubeConfigFor, kubectl, startHarness, type Harness } from '../integration/fake-kube/harness.ts';
+import type { OperatorHandle } from '../../operator/src/operator.ts';
+import { kubectl, startHarness, type Harness } from '../integration/fake-kube/harness.ts';
 import { startKubelet, type Kubelet } from '../support/operator/kubelet.ts';
+import { applyAsUser, installOperator, startTestOperator } from '../support/operator/operator-env.ts';
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts';
 import { REPO_ROOT } from '../support/runtime-process.ts';
 import { startEndpoint, type SdkEndpoint } from '../support/sdk-endpoint.ts';
@@ -51,16 +47,9 @@ describe('operator end to end: fake API server, process-backed kubelet, real run
   let operator: OperatorHandle;
   let v1: SdkEndpoint;
   let v2: SdkEndpoint;
-  let dir: string;
   let token = '';
 
-  async function apply(objects: object[]): Promise<void> {
-    const file = join(dir, `apply-${Date.now()}-${Math.random().toString(36).slice(2)}.yaml`);
-    writeFileSync(file, objects.map((o) => stringify(o)).join('---\n'));
-    const res = await kubectl(h, ['apply', '--server-side', '--field-manager=e2e-user', '-f', file]);
-    expect(res.stderr).toBe('');
-    expect(res.code).toBe(0);
-  }
+  const apply = (objects: object[]): Promise<void> => applyAsUser(h, objects);
 
   async function waitReady(resource: string, timeout = '180s'): Promise<void> {
     const res = await kubectl(
@@ -105,29 +94,15 @@ describe('operator end to end: fake API server, process-backed kubelet, real run
   }
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'ratchet-operator-e2e-'));
     db = await createTestDatabase();
     h = await startHarness({ rbac: true, namespaces: ['ratchet-system', NS] });
 
     // The user installs the CRDs and the operator's RBAC exactly as documented.
-    for (const file of ['crds/all.yaml', 'operator/deploy/rbac.yaml']) {
-      const res = await kubectl(h, ['apply', '--server-side', '-f', join(REPO_ROOT, file)]);
-      expect(res.code, res.stderr).toBe(0);
-    }
-    h.fake.addServiceAccount('ratchet-system', 'ratchet-operator');
+    await installOperator(h);
 
     kubelet = await startKubelet({ kubeconfigPath: h.kubeconfig, namespaces: [NS] });
-    operator = await startOperator({
-      config: loadConfig({
-        env: {
-          RATCHET_OPERATOR_NAMESPACE: 'ratchet-system',
-          RATCHET_OPERATOR_HEALTH_BIND: '127.0.0.1:0',
-          RATCHET_OPERATOR_RESYNC_PERIOD: '30s',
-          POD_NAME: 'ratchet-operator-e2e',
-        },
-      }),
-      kubeConfig: kubeConfigFor(h.fake, dir, 'system:serviceaccount:ratchet-system:ratchet-operator'),
-      log: createLogger(process.env['RATCHET_TEST_LOG_LEVEL'] === undefined ? 'silent' : 'debug'),
+    operator = await startTestOperator(h, {
+      name: 'ratchet-operator-e2e',
       serviceUrl: (namespace, service, port, scheme) => kubelet.serviceUrl(namespace, service, port, scheme),
     });
 
@@ -142,7 +117,6 @@ describe('operator end to end: fake API server, process-backed kubelet, real run
     await v2?.close();
     await h?.stop();
     await db?.drop();
-    if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
   });
 
   it('brings a Cluster to Ready with real runtime pods, healthz/readyz answering', { timeout: 240_000 }, async () => {

@@ -54,6 +54,8 @@ export interface DeploymentInfo {
 export interface UpdateDeploymentRequest {
   additional_headers?: Record<string, string>;
   assume_role_arn?: string;
+  /** HTTP deployments only: re-discovers the endpoint with (or without) HTTP/1.1 under the same deployment id. */
+  use_http_11?: boolean;
   /** Re-run discovery against the endpoint. */
   overwrite?: boolean;
 }

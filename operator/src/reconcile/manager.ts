@@ -256,11 +256,12 @@ export class Manager {
   /** Owned and referenced kinds always map: a child's status (a StatefulSet's ready replicas) is what matters there. */
   private watchHandler(c: Controller, w: Watch): InformerHandler {
     const primaries = (): readonly KubeObject[] => this.cache(c.apiVersion, c.kind).list();
+    const cached = (apiVersion: string, kind: string): readonly KubeObject[] => this.cache(apiVersion, kind).list();
     const map = (obj: KubeObject): void => {
       if (this.running === undefined) return;
       let keys: ObjectKey[];
       try {
-        keys = w.map(obj, primaries);
+        keys = w.map(obj, primaries, cached);
       } catch (err) {
         this.log.error({ controller: c.name, watch: w.kind, err }, 'watch mapping threw');
         return;

@@ -38,12 +38,18 @@ export interface ReconcileContext {
   readonly operatorNamespace: string;
 }
 
+/** The cached objects of a kind the manager has an informer for (any controller's primary or watched kind). */
+export type CacheLookup = (apiVersion: string, kind: string) => readonly KubeObject[];
+
 /** A kind whose changes should reconcile primary objects: owned children, referenced Clusters or Secrets. */
 export interface Watch {
   readonly apiVersion: string;
   readonly kind: string;
-  /** Keys of the primary objects affected by a change of `obj`; `primaries` lists the cached primary objects. */
-  map(obj: KubeObject, primaries: () => readonly KubeObject[]): ObjectKey[];
+  /**
+   * Keys of the primary objects affected by a change of `obj`; `primaries` lists the cached primary objects, `cached`
+   * those of another watched kind (a reference that goes through a third object: Deployment → Cluster → its Secret).
+   */
+  map(obj: KubeObject, primaries: () => readonly KubeObject[], cached?: CacheLookup): ObjectKey[];
 }
 
 /** One controller: a primary kind, what else it watches, and its level-triggered reconcile. */

@@ -246,6 +246,7 @@ export class FakeAdmin implements AdminClient {
       if (d === undefined) throw new AdminApiError(404, `deployment '${id}' not found`);
       if (req.additional_headers !== undefined) d.additional_headers = { ...req.additional_headers };
       if (req.assume_role_arn !== undefined) d.assume_role_arn = req.assume_role_arn;
+      if (req.use_http_11 !== undefined) d.use_http_11 = req.use_http_11;
       return this.info(d);
     });
   }
@@ -408,9 +409,10 @@ export class FakeAdmin implements AdminClient {
   private info(d: StoredDeployment): DeploymentInfo {
     return {
       id: d.id,
-      ...(d.uri === undefined ? {} : { uri: d.uri }),
+      ...(d.uri === undefined ? {} : { uri: d.uri, use_http_11: d.use_http_11 }),
       ...(d.arn === undefined ? {} : { arn: d.arn, assume_role_arn: d.assume_role_arn ?? null }),
       additional_headers: { ...d.additional_headers },
+      metadata: { ...d.metadata },
       created_at: d.created_at,
       min_protocol_version: 5,
       max_protocol_version: 6,

@@ -59,7 +59,10 @@ const HttpEndpoint = Type.Object(
       ),
     ),
     useHttp11: Type.Optional(
-      Type.Boolean({ default: false, description: 'Talk HTTP/1.1 to the endpoint instead of h2c.' }),
+      Type.Boolean({
+        default: false,
+        description: 'Talk HTTP/1.1 to the endpoint instead of h2c. A change is applied in place (same deployment id).',
+      }),
     ),
   },
   { ...cel(exactlyOneOf(['uri', 'serviceRef'], 'http endpoint')) },
@@ -94,7 +97,13 @@ export const DeploymentSpec = Type.Object(
         description: 'Headers sent with discovery and every request to the endpoint.',
       }),
     ),
-    metadata: Type.Optional(StringMap({ description: 'Deployment metadata passed to the admin API.' })),
+    metadata: Type.Optional(
+      StringMap({
+        description:
+          'Deployment metadata passed to the admin API with a registration. The admin API cannot change it in place: ' +
+          'a change alone takes effect with the next new registration (a new endpoint).',
+      }),
+    ),
     registration: Type.Optional(
       Type.Object({
         force: Type.Optional(Type.Boolean({ default: false, description: 'Overwrite an existing registration.' })),

@@ -6,7 +6,8 @@ import { resolveOptions, type DeploymentControllerOptions } from './common.ts';
 import { reconcileDeletion } from './deletion.ts';
 import { sqlDrainProbe } from './drain.ts';
 import { reconcileLive } from './live.ts';
-import type { DeploymentObject } from '../shared/objects.ts';
+import { clusterTokenSecret } from '../shared/cluster-target.ts';
+import type { ClusterObject, DeploymentObject } from '../shared/objects.ts';
 
 export type { DeploymentControllerOptions } from './common.ts';
 
@@ -18,15 +19,26 @@ function sameNamespace(a: KubeObject, b: KubeObject): boolean {
   return (a.metadata.namespace ?? 'default') === (b.metadata.namespace ?? 'default');
 }
 
-/** Secrets a Deployment reads: header values, the external admin token, the Cluster's default token Secret. */
-export function referencedSecrets(dep: DeploymentObject): Set<string> {
+/**
+ * Secrets a Deployment reads: header values, the external admin token, and the token Secret of its Cluster — the one
+ * the Cluster names (`status.tokenSecret`, a user's `spec.auth.tokenSecret`), or the default `<cluster>-token` while
+ * the Cluster is not known.
+ */
+export function referencedSecrets(dep: DeploymentObject, cluster?: ClusterObject): Set<string> {
   const names = new Set<string>();
   for (const h of dep.spec.additionalHeaders ?? []) {
     const ref = h.valueFrom?.secretKeyRef;
     if (ref !== undefined) names.add(ref.name);
   }
   if (dep.spec.adminTokenSecretRef !== undefined) names.add(dep.spec.adminTokenSecretRef.name);
-  if (dep.spec.clusterRef !== undefined) names.add(clusterNames.token(dep.spec.clusterRef.name));
+  const clusterName = dep.spec.clusterRef?.name;
+  if (clusterName !== undefined) {
+    if (cluster === undefined) names.add(clusterNames.token(clusterName));
+    else {
+      const token = clusterTokenSecret(cluster);
+      if (token !== undefined) names.add(token.name);
+    }
+  }
   return names;
 }
 
@@ -42,10 +54,21 @@ const clusterWatch: Watch = {
 const secretWatch: Watch = {
   apiVersion: 'v1',
   kind: 'Secret',
-  map: (secret, primaries) =>
-    (primaries() as DeploymentObject[])
-      .filter((d) => sameNamespace(d, secret) && referencedSecrets(d).has(secret.metadata.name))
-      .map(keyOf),
+  map: (secret, primaries, cached) => {
+    const namespace = secret.metadata.namespace ?? 'default';
+    const clusters = new Map(
+      ((cached?.(API_VERSION, 'Cluster') ?? []) as ClusterObject[])
+        .filter((c) => (c.metadata.namespace ?? 'default') === namespace)
+        .map((c) => [c.metadata.name, c]),
+    );
+    return (primaries() as DeploymentObject[])
+      .filter((d) => {
+        if (!sameNamespace(d, secret)) return false;
+        const cluster = d.spec.clusterRef === undefined ? undefined : clusters.get(d.spec.clusterRef.name);
+        return referencedSecrets(d, cluster).has(secret.metadata.name);
+      })
+      .map(keyOf);
+  },
 };
 
 /**

@@ -6,7 +6,10 @@ import type { DeploymentObject } from '../shared/objects.ts';
 
 /*
  * What a Deployment resource asks to register: the endpoint's identity (a URI or a Lambda ARN — a change of it is a
- * new registration) and what can be changed in place with PATCH (headers, the role to assume).
+ * new registration) and what can be changed in place with PATCH (headers, the role to assume, HTTP/1.1). `metadata`,
+ * `registration.breaking` and `registration.force` go with a registration only: the admin API cannot change them in
+ * place, and re-registering the same endpoint with force to apply them would rewrite the schema under invocations
+ * still running on it. They take effect with the next new registration (a new endpoint).
  */
 
 export interface ResolvedEndpoint {
@@ -16,6 +19,8 @@ export interface ResolvedEndpoint {
   readonly request: Omit<RegisterDeploymentRequest, 'force'>;
   readonly headers: Record<string, string>;
   readonly assumeRoleArn: string | undefined;
+  /** HTTP endpoints: whether to talk HTTP/1.1 (undefined for Lambda). */
+  readonly useHttp11: boolean | undefined;
   /** Digest of what PATCH can change; kept in status.headersHash. */
   readonly headersHash: string;
 }
@@ -30,8 +35,13 @@ function joinPath(base: string, path: string | undefined): string {
   return `${base.replace(/\/+$/, '')}/${path.replace(/^\/+/, '')}`;
 }
 
-export function headersHash(headers: Record<string, string>, assumeRoleArn: string | undefined): string {
-  return stableHash({ headers, assumeRoleArn: assumeRoleArn ?? null });
+export function headersHash(
+  headers: Record<string, string>,
+  assumeRoleArn: string | undefined,
+  useHttp11 = false,
+): string {
+  // `useHttp11` joins the digest only when set, so the hashes recorded before it was part of it stay valid.
+  return stableHash({ headers, assumeRoleArn: assumeRoleArn ?? null, ...(useHttp11 ? { useHttp11 } : {}) });
 }
 
 export async function resolveEndpoint(ctx: ReconcileContext, dep: DeploymentObject): Promise<EndpointResolution> {
@@ -73,6 +83,7 @@ export async function resolveEndpoint(ctx: ReconcileContext, dep: DeploymentObje
         },
         headers,
         assumeRoleArn,
+        useHttp11: undefined,
         headersHash: headersHash(headers, assumeRoleArn),
       },
     };
@@ -93,14 +104,16 @@ export async function resolveEndpoint(ctx: ReconcileContext, dep: DeploymentObje
       message: 'spec.endpoint names neither a uri, a serviceRef nor a lambda',
     };
   }
+  const useHttp11 = http.useHttp11 ?? false;
   return {
     ok: true,
     value: {
       endpoint: uri,
-      request: { uri, use_http_11: http.useHttp11 ?? false, ...flags },
+      request: { uri, use_http_11: useHttp11, ...flags },
       headers,
       assumeRoleArn: undefined,
-      headersHash: headersHash(headers, undefined),
+      useHttp11,
+      headersHash: headersHash(headers, undefined, useHttp11),
     },
   };
 }

@@ -219,6 +219,7 @@ async function updateInPlace(
     await admin.updateDeployment(id, {
       additional_headers: ep.headers,
       ...(ep.assumeRoleArn === undefined ? {} : { assume_role_arn: ep.assumeRoleArn }),
+      ...(ep.useHttp11 === undefined ? {} : { use_http_11: ep.useHttp11 }),
     });
   } catch (err) {
     if (!(err instanceof AdminApiError)) throw err;
@@ -232,7 +233,14 @@ async function updateInPlace(
     return { kind: 'stalled' };
   }
   draft.status.headersHash = ep.headersHash;
-  await record(ctx, dep, 'Normal', 'Updated', `headers of ${id} updated in place (same deployment id)`, 'Update');
+  await record(
+    ctx,
+    dep,
+    'Normal',
+    'Updated',
+    `headers and connection settings of ${id} updated in place (same deployment id)`,
+    'Update',
+  );
   return { kind: 'ok' };
 }
 

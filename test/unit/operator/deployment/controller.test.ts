@@ -3,7 +3,7 @@ import { AdminApiError } from '../../../../operator/src/admin-client/types.ts';
 import { FINALIZERS } from '../../../../operator/src/api/v1alpha1/index.ts';
 import { createDeploymentController } from '../../../../operator/src/controllers/deployment/controller.ts';
 import { sqlDrainProbe } from '../../../../operator/src/controllers/deployment/drain.ts';
-import type { DeploymentObject } from '../../../../operator/src/controllers/shared/objects.ts';
+import type { ClusterObject, DeploymentObject } from '../../../../operator/src/controllers/shared/objects.ts';
 import { KubeApiError } from '../../../../operator/src/kube/port.ts';
 import { CLUSTER, Harness, NS, TOKEN, ref } from './harness.ts';
 
@@ -171,13 +171,52 @@ describe('registration', () => {
     await h.settle('greeter', 'Deployment');
     expect(h.admin.calls('registerDeployment')).toHaveLength(1);
     expect(h.admin.calls('updateDeployment').map((c) => c.args)).toEqual([
-      [id, { additional_headers: { authorization: 'two' } }],
+      [id, { additional_headers: { authorization: 'two' }, use_http_11: false }],
     ]);
     expect(h.admin.deploymentById(id!)?.additional_headers).toEqual({ authorization: 'two' });
     expect(status().deploymentId).toBe(id);
     expect(status().headersHash).not.toBe(hash);
     expect(status().superseded ?? []).toEqual([]);
     expect(h.events.reasons()).toEqual(['Registered', 'Updated']);
+  });
+
+  it('applies a useHttp11 change in place with PATCH, keeping the deployment id', async () => {
+    const id = await registered('greeter', V1);
+    h.editSpec<DeploymentObject>('Deployment', 'greeter', (s) => (s.endpoint = { http: { uri: V1, useHttp11: true } }));
+    await h.settle('greeter', 'Deployment');
+    expect(h.admin.calls('registerDeployment')).toHaveLength(1);
+    expect(h.admin.calls('updateDeployment').map((c) => c.args)).toEqual([
+      [id, { additional_headers: {}, use_http_11: true }],
+    ]);
+    expect(h.admin.deploymentById(id)?.['use_http_11']).toBe(true);
+    expect(status().deploymentId).toBe(id);
+    expect(cond('Ready')?.status).toBe('True');
+
+    // Back to h2c: the same, the other way.
+    h.editSpec<DeploymentObject>('Deployment', 'greeter', (s) => (s.endpoint = { http: { uri: V1 } }));
+    await h.settle('greeter', 'Deployment');
+    expect(h.admin.deploymentById(id)?.['use_http_11']).toBe(false);
+    expect(h.admin.calls('updateDeployment')).toHaveLength(2);
+  });
+
+  it('sends metadata with a registration only: a metadata-only change neither re-registers nor forces', async () => {
+    h.deployment('greeter', { endpoint: { http: { uri: V1 } }, metadata: { team: 'a' } });
+    await h.settle('greeter', 'Deployment');
+    const id = status().deploymentId!;
+    expect(h.admin.deploymentById(id)?.['metadata']).toEqual({ team: 'a' });
+
+    h.editSpec<DeploymentObject>('Deployment', 'greeter', (s) => (s.metadata = { team: 'b' }));
+    await h.settle('greeter', 'Deployment');
+    // Re-registering the same endpoint with force would rewrite the schema under running invocations: not done.
+    expect(h.admin.calls('registerDeployment')).toHaveLength(1);
+    expect(h.admin.calls('updateDeployment')).toHaveLength(0);
+    expect(status().deploymentId).toBe(id);
+    expect(cond('Ready')?.status).toBe('True');
+
+    // The next new registration carries it.
+    h.editSpec<DeploymentObject>('Deployment', 'greeter', (s) => (s.endpoint = { http: { uri: V2 } }));
+    await h.settle('greeter', 'Deployment');
+    expect(h.admin.deploymentById(status().deploymentId!)?.['metadata']).toEqual({ team: 'b' });
   });
 
   it('a runtime that lost the deployment gets it registered again', async () => {
@@ -579,5 +618,41 @@ describe('deletion', () => {
     await h.reconcile('greeter');
     expect(h.get('Deployment', 'greeter')).toBeUndefined();
     expect(h.admin.deploymentIds()).toEqual([id]);
+  });
+});
+
+describe('watches', () => {
+  it("maps a Secret to the Deployments reading it, through the Cluster's own token Secret name when it has one", () => {
+    const [, secretWatch] = createDeploymentController().watches;
+    h.secret('greeter-auth', { header: 'x' });
+    h.deployment('greeter', {
+      endpoint: { http: { uri: V1 } },
+      additionalHeaders: [
+        { name: 'authorization', valueFrom: { secretKeyRef: { name: 'greeter-auth', key: 'header' } } },
+      ],
+    });
+    const primaries = () => [dep()];
+    const secret = (name: string) => ({ apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace: NS } });
+    const greeter = [{ namespace: NS, name: 'greeter' }];
+
+    // Without the Cluster in the cache: the default token Secret.
+    expect(secretWatch!.map(secret('greeter-auth'), primaries)).toEqual(greeter);
+    expect(secretWatch!.map(secret(`${CLUSTER}-token`), primaries)).toEqual(greeter);
+
+    // A Cluster that names its own token Secret.
+    const cluster = structuredClone(h.get<ClusterObject>('Cluster', CLUSTER)!);
+    cluster.spec.auth = { tokenSecret: 'admin-token', signingKeySecret: 'admin-key' };
+    cluster.status = { tokenSecret: 'admin-token' };
+    const cached = (_apiVersion: string, kind: string) => (kind === 'Cluster' ? [cluster] : []);
+    expect(secretWatch!.map(secret('admin-token'), primaries, cached)).toEqual(greeter);
+    expect(secretWatch!.map(secret(`${CLUSTER}-token`), primaries, cached)).toEqual([]);
+    expect(secretWatch!.map(secret('greeter-auth'), primaries, cached)).toEqual(greeter);
+    expect(
+      secretWatch!.map(
+        { ...secret('admin-token'), metadata: { name: 'admin-token', namespace: 'x' } },
+        primaries,
+        cached,
+      ),
+    ).toEqual([]);
   });
 });

@@ -1,0 +1,159 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { OperatorHandle } from '../../../../operator/src/operator.ts';
+import { CONFIG_HASH_ANNOTATION } from '../../../../operator/src/specs/meta.ts';
+import { FakeAdmin } from '../../../support/operator/fake-admin.ts';
+import {
+  OPERATOR_NAMESPACE,
+  applyAsUser,
+  completeRollouts,
+  installOperator,
+  startTestOperator,
+} from '../../../support/operator/operator-env.ts';
+import { kubectl, startHarness, type Harness } from '../../fake-kube/harness.ts';
+
+/*
+ * Two replicas of the real operator against the fake API server (RBAC of the generated manifests), competing for the
+ * Lease: one writes, the other takes over when it goes. Through the API server, not an in-memory model: a referenced
+ * Secret's change rolls the runtime pods (config hash on the pod template), and deleting a Cluster lets the API
+ * server's garbage collector remove everything it owns, leaving the user's Secrets alone.
+ */
+
+const NS = 'rollout';
+const API = 'ratchet.dev/v1alpha1';
+const LEASE_ENV = {
+  RATCHET_OPERATOR_LEASE_DURATION: '3s',
+  RATCHET_OPERATOR_RENEW_DEADLINE: '2s',
+  RATCHET_OPERATOR_RETRY_PERIOD: '1s',
+};
+
+let h: Harness;
+let stopRollouts: () => void;
+const replicas = new Map<string, OperatorHandle>();
+
+function dsn(host: string): object {
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: 'main-db', namespace: NS },
+    stringData: { uri: `postgres://ratchet:secret@${host}:5432/ratchet` },
+  };
+}
+
+function cluster(replicaCount: number): object {
+  return {
+    apiVersion: API,
+    kind: 'Cluster',
+    metadata: { name: 'main', namespace: NS },
+    spec: {
+      image: 'ghcr.io/ratchet-dev/ratchet-runtime:dev',
+      replicas: replicaCount,
+      database: { secretRef: { name: 'main-db' } },
+    },
+  };
+}
+
+function runtimeDeployment(): { replicas?: number; hash?: string } | undefined {
+  const d = h.fake.get({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: NS, name: 'main' });
+  if (d === undefined) return undefined;
+  const spec = d['spec'] as { replicas?: number; template: { metadata?: { annotations?: Record<string, string> } } };
+  return {
+    ...(spec.replicas === undefined ? {} : { replicas: spec.replicas }),
+    ...(spec.template.metadata?.annotations?.[CONFIG_HASH_ANNOTATION] === undefined
+      ? {}
+      : { hash: spec.template.metadata.annotations[CONFIG_HASH_ANNOTATION] }),
+  };
+}
+
+function leaders(): string[] {
+  return [...replicas].filter(([, r]) => r.isLeading()).map(([name]) => name);
+}
+
+async function waitReady(timeout = '30s'): Promise<void> {
+  const res = await kubectl(h, ['wait', '-n', NS, '--for=condition=Ready', 'rtc/main', `--timeout=${timeout}`], 60_000);
+  expect(res.stderr).toBe('');
+  expect(res.code).toBe(0);
+}
+
+beforeAll(async () => {
+  h = await startHarness({ rbac: true, namespaces: [OPERATOR_NAMESPACE, NS] });
+  await installOperator(h);
+  stopRollouts = completeRollouts(h.fake);
+  const admin = new FakeAdmin();
+  for (const name of ['operator-a', 'operator-b']) {
+    replicas.set(name, await startTestOperator(h, { name, admin: admin.factory, env: LEASE_ENV }));
+  }
+}, 60_000);
+
+afterAll(async () => {
+  stopRollouts?.();
+  for (const r of replicas.values()) await r.stop(5_000);
+  await h?.stop();
+});
+
+describe('Cluster controller, two operator replicas, against the fake API server', () => {
+  it('one replica holds the Lease and is the only writer', async () => {
+    await expect.poll(leaders, { timeout: 15_000 }).toHaveLength(1);
+    const [leader] = leaders();
+    const lease = h.fake.get({
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      namespace: OPERATOR_NAMESPACE,
+      name: 'ratchet-operator-leader',
+    });
+    expect((lease?.['spec'] as { holderIdentity?: string }).holderIdentity).toBe(leader);
+
+    await applyAsUser(h, [dsn('db-one.rollout.svc'), cluster(1)]);
+    await waitReady();
+    expect(leaders()).toEqual([leader]);
+    // Every event comes from the leader: the standby's informers ran, its reconciles did not.
+    const instances = new Set(h.fake.list('events.k8s.io/v1', 'Event', NS).map((e) => e['reportingInstance']));
+    expect([...instances]).toEqual([leader]);
+  });
+
+  it('rolls the runtime pods when the referenced DSN Secret changes', async () => {
+    const before = runtimeDeployment()?.hash;
+    expect(before).toMatch(/\S/);
+    await applyAsUser(h, [dsn('db-two.rollout.svc')]);
+    await expect.poll(() => runtimeDeployment()?.hash, { timeout: 15_000 }).not.toBe(before);
+    const status = () =>
+      h.fake.get({ apiVersion: API, kind: 'Cluster', namespace: NS, name: 'main' })?.['status'] as
+        { configHash?: string } | undefined;
+    await expect.poll(() => status()?.configHash, { timeout: 15_000 }).toBe(runtimeDeployment()?.hash);
+    await waitReady();
+  });
+
+  it('a standby takes over when the leader stops, and reconciles the next change', async () => {
+    const [leader] = leaders();
+    await replicas.get(leader!)!.stop(5_000);
+    replicas.delete(leader!);
+    await expect.poll(leaders, { timeout: 15_000 }).toHaveLength(1);
+
+    await applyAsUser(h, [cluster(3)]);
+    await expect.poll(() => runtimeDeployment()?.replicas, { timeout: 15_000 }).toBe(3);
+    await waitReady();
+  });
+
+  it('deleting the Cluster garbage-collects what it owns and leaves the DSN Secret', async () => {
+    const owned = (): string[] =>
+      [
+        ['apps/v1', 'Deployment'],
+        ['v1', 'Service'],
+        ['v1', 'ConfigMap'],
+        ['v1', 'Secret'],
+        ['v1', 'ServiceAccount'],
+        ['policy/v1', 'PodDisruptionBudget'],
+      ].flatMap(([apiVersion, kind]) =>
+        h.fake
+          .list(apiVersion!, kind!, NS)
+          .filter((o) => (o.metadata.ownerReferences ?? []).some((r) => r.kind === 'Cluster'))
+          .map((o) => `${kind}/${o.metadata.name}`),
+      );
+    expect(owned()).toEqual(
+      expect.arrayContaining(['Deployment/main', 'ConfigMap/main-config', 'Secret/main-token', 'Service/main-admin']),
+    );
+    const del = await kubectl(h, ['delete', '-n', NS, 'rtc/main', '--timeout=30s'], 45_000);
+    expect(del.code, del.stderr).toBe(0);
+    await expect.poll(owned, { timeout: 15_000 }).toEqual([]);
+    expect(h.fake.get({ apiVersion: 'v1', kind: 'Secret', namespace: NS, name: 'main-db' })).toBeDefined();
+  });
+});
