@@ -3,9 +3,9 @@ import { API_VERSION, FINALIZERS, type SubscriptionStatus } from '../../api/v1al
 import type { KubeObject } from '../../kube/types.ts';
 import type { ConditionInput } from '../../reconcile/conditions.ts';
 import type { Controller, ObjectKey, ReconcileContext, ReconcileResult, Watch } from '../../reconcile/types.ts';
-import { resolveAdminTarget } from '../shared/cluster-target.ts';
+import { clusterTokenSecret, resolveAdminTarget } from '../shared/cluster-target.ts';
 import { addFinalizer, removeFinalizer } from '../shared/finalizers.ts';
-import type { DeploymentObject, SubscriptionObject } from '../shared/objects.ts';
+import type { ClusterObject, DeploymentObject, SubscriptionObject } from '../shared/objects.ts';
 import { isPaused } from '../shared/paused.ts';
 import { StatusDraft, writeFirstSight, writePaused } from '../shared/status.ts';
 import { desiredSubscription, findAdoptable, type DesiredSubscription } from './desired.ts';
@@ -355,12 +355,27 @@ const deploymentWatch: Watch = {
   },
 };
 
+/** A replaced token Secret of a Cluster wakes the subscriptions that could not reach its admin API with the old one. */
+const tokenSecretWatch: Watch = {
+  apiVersion: 'v1',
+  kind: 'Secret',
+  map: (secret, primaries, cached) => {
+    const clusters = ((cached?.(API_VERSION, 'Cluster') ?? []) as ClusterObject[]).filter(
+      (c) => sameNamespace(c, secret) && clusterTokenSecret(c)?.name === secret.metadata.name,
+    );
+    const names = new Set(clusters.map((c) => c.metadata.name));
+    return (primaries() as SubscriptionObject[])
+      .filter((s) => sameNamespace(s, secret) && names.has(s.spec.clusterRef.name))
+      .map(keyOf);
+  },
+};
+
 export function createSubscriptionController(): Controller {
   return {
     name: 'subscription',
     apiVersion: API_VERSION,
     kind: 'Subscription',
-    watches: [clusterWatch, deploymentWatch],
+    watches: [clusterWatch, deploymentWatch, tokenSecretWatch],
     async reconcile(key, ctx) {
       const sub = await ctx.kube.get<SubscriptionObject>({
         apiVersion: API_VERSION,

@@ -267,4 +267,25 @@ describe('watches', () => {
     const dep = h.deployment('orders-dep', { endpoint: { http: { uri: 'http://orders:9080/' } } });
     expect(deploymentWatch?.map(dep, primaries)).toEqual([{ namespace: NS, name: 'waiting' }]);
   });
+
+  it("a Cluster's token Secret wakes its Subscriptions (the default name or the Cluster's own)", () => {
+    const [, , secretWatch] = createSubscriptionController().watches;
+    h.subscription('orders');
+    const primaries = () => h.kube.all('Subscription');
+    const cluster = h.get('Cluster', CLUSTER)!;
+    const secret = (name: string) => ({ apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace: NS } });
+    const cached = (custom?: string) => () =>
+      custom === undefined
+        ? [cluster]
+        : [{ ...cluster, spec: { ...(cluster['spec'] as object), auth: { tokenSecret: custom } }, status: {} }];
+    expect(secretWatch?.map(secret(`${CLUSTER}-token`), primaries, cached())).toEqual([
+      { namespace: NS, name: 'orders' },
+    ]);
+    expect(secretWatch?.map(secret('unrelated'), primaries, cached())).toEqual([]);
+    expect(secretWatch?.map(secret('my-token'), primaries, cached('my-token'))).toEqual([
+      { namespace: NS, name: 'orders' },
+    ]);
+    // Without the Cluster cached nothing can be mapped, and nothing is woken by mistake.
+    expect(secretWatch?.map(secret(`${CLUSTER}-token`), primaries, () => [])).toEqual([]);
+  });
 });
