@@ -288,6 +288,19 @@ export class Engine {
       row.status = 'inboxed';
       row.inboxSeq = true;
     }
+    if (row.status === 'invoked') {
+      // It starts as soon as this write commits: its pin and first attempt start go into the insert, which saves
+      // the attempt-start transaction (startAttempt writes nothing for this attempt). Without a usable deployment,
+      // startAttempt pins (and fails) as usual.
+      if (row.deploymentId == null) {
+        const pin = this.choosePin(row.serviceName);
+        if (!('failure' in pin)) {
+          row.deploymentId = pin.deployment.id;
+          row.protocolVersion = pin.protocolVersion;
+        }
+      }
+      if (row.deploymentId != null && row.protocolVersion != null) row.attemptStartAt = now;
+    }
     stmts.push(
       insertInvocation(row, inputRaw, (ok) => {
         inserted = ok;
@@ -313,6 +326,7 @@ export class Engine {
     });
     ctx.journal = [{ index: 0, type: MessageType.InputCommand, raw: inputRaw }];
     ctx.mayHaveTimers = row.status === 'scheduled';
+    ctx.startRecorded = row.attemptStartAt != null;
     if (row.status === 'scheduled') {
       stmts.push(
         onlyIfInserted(
@@ -813,6 +827,9 @@ export class Engine {
     if (this.stopped || ctx.starting || (ctx.attempt !== undefined && !ctx.attempt.isFinished)) return;
     if (ctx.status !== 'invoked') return;
     ctx.starting = true;
+    // Only the first start after the insert may skip its start update; any other path through here writes one.
+    const recorded = ctx.startRecorded;
+    ctx.startRecorded = false;
     try {
       await ctx.ensureJournal(() => this.loadEntries(ctx.id));
       // Never hand the deployment an entry that is not durable yet (a run ack before its commit, for example).
@@ -913,18 +930,19 @@ export class Engine {
       const now = new Date();
       const pinUpdate = ctx.pinUnsaved;
       ctx.pinUnsaved = false;
-      this.write(ctx, [
-        updateInvocation(
-          ctx.id,
-          {
-            lastStartAt: now,
-            lastAttemptDeploymentId: deployment.id,
-            runningAt: now,
-            ...(pinUpdate ? { deploymentId: deployment.id, protocolVersion } : {}),
-          },
-          now,
-        ),
-      ]);
+      if (!recorded || pinUpdate)
+        this.write(ctx, [
+          updateInvocation(
+            ctx.id,
+            {
+              lastStartAt: now,
+              lastAttemptDeploymentId: deployment.id,
+              runningAt: now,
+              ...(pinUpdate ? { deploymentId: deployment.id, protocolVersion } : {}),
+            },
+            now,
+          ),
+        ]);
       attempt.start(frames);
     } catch (err) {
       this.log.error({ err, 'service.invocation.id': ctx.id }, 'could not start an attempt');
@@ -964,11 +982,28 @@ export class Engine {
       }
       return { deployment: d, protocolVersion: ctx.protocolVersion };
     }
-    const service = registry.service(ctx.serviceName);
+    const pin = this.choosePin(ctx.serviceName);
+    if ('failure' in pin) return pin;
+    // Persisted with the attempt-start update in startAttempt: one UPDATE per attempt, not two.
+    ctx.deploymentId = pin.deployment.id;
+    ctx.protocolVersion = pin.protocolVersion;
+    ctx.pinUnsaved = true;
+    return pin;
+  }
+
+  /** The deployment and protocol version a new attempt of the service pins: its latest deployment's. */
+  private choosePin(serviceName: string):
+    | {
+        deployment: NonNullable<ReturnType<SchemaRegistry['deployment']>>;
+        protocolVersion: number;
+      }
+    | { failure: EngineFailure } {
+    const registry = this.deps.registry;
+    const service = registry.service(serviceName);
     const d = service === undefined ? undefined : registry.deployment(service.deploymentId);
     if (d === undefined) {
       return {
-        failure: { code: 500, rtCode: 'RT0011', message: `no deployment found for service ${ctx.serviceName}` },
+        failure: { code: 500, rtCode: 'RT0011', message: `no deployment found for service ${serviceName}` },
       };
     }
     const v = negotiateProtocolVersion(d.minProtocolVersion, d.maxProtocolVersion, this.options.maxProtocolVersion);
@@ -981,10 +1016,6 @@ export class Engine {
         },
       };
     }
-    // Persisted with the attempt-start update in startAttempt: one UPDATE per attempt, not two.
-    ctx.deploymentId = d.id;
-    ctx.protocolVersion = v;
-    ctx.pinUnsaved = true;
     return { deployment: d, protocolVersion: v };
   }
 

@@ -24,6 +24,8 @@ export class InvocationCtx implements NotificationIndex {
   protocolVersion: number | null;
   /** The pin was chosen in memory but not written yet; it is written with the next attempt-start update. */
   pinUnsaved = false;
+  /** The first attempt's start (and pin) was written with the invocation's insert: startAttempt writes none. */
+  startRecorded = false;
   /** Failed attempts so far (the row's retry_count). */
   retryCount: number;
   /**

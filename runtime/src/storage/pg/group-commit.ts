@@ -1,4 +1,4 @@
-import type pg from 'pg';
+import pg from 'pg';
 import type { JournalRow, Stmt, WriteOp } from '../api.ts';
 
 /** COMMIT itself failed (e.g. the connection dropped): the transaction may or may not have committed. */
@@ -18,6 +18,12 @@ export class FencingError extends Error {
 
 /** Proves, inside a write transaction, that this process still owns the partitions it writes to. */
 export interface Fencing {
+  /**
+   * A statement that locks the partitions' lease rows (FOR SHARE) until the transaction ends and fails with an error
+   * whose message contains LEASE_LOST unless this process holds all of them: sent in the same message as the writes.
+   */
+  guard(partitions: ReadonlySet<number>): Stmt;
+  /** Throws FencingError naming the partitions this process does not hold. */
   check(client: pg.ClientBase, partitions: ReadonlySet<number>): Promise<void>;
 }
 
@@ -120,45 +126,82 @@ export class GroupCommitter {
 
   private async commit(ops: WriteOp[]): Promise<void> {
     const started = process.hrtime.bigint();
+    const partitions = new Set<number>();
+    for (const op of ops) for (const p of op.partitions) partitions.add(p);
+    const stmts: Stmt[] = [];
+    if (partitions.size > 0) stmts.push(this.fencing.guard(partitions));
+    const journal: JournalRow[] = [];
+    for (const op of ops) {
+      for (const stmt of op.stmts) stmts.push(stmt);
+      for (const row of op.journal) journal.push(row);
+    }
+    if (journal.length > 0) stmts.push(insertJournal(journal));
     const client = await this.pool.connect();
     let broken = false;
     try {
-      await client.query('BEGIN');
+      // The whole transaction (BEGIN, the lease guard, the statements in submission order, COMMIT) goes to
+      // PostgreSQL as one multi-statement message: one round trip per commit. Named statements are prepared once per
+      // connection (SQL PREPARE) and run as EXECUTE with their values as escaped literals, so PostgreSQL plans them
+      // once, as with the extended protocol; others have their values inlined. A statement that depends on an
+      // earlier result of this transaction (`when`) starts a new message, sent once the results before it are known.
+      let prepared = preparedOn.get(client);
+      if (prepared === undefined) preparedOn.set(client, (prepared = new Map<string, string>()));
+      let message: string[] = ['BEGIN'];
+      let slots: (Stmt | undefined)[] = [undefined];
+      let last = false;
+      const send = async (): Promise<void> => {
+        if (message.length === 0) return;
+        const res = (await client.query(message.join(';\n'))) as unknown as pg.QueryResult | pg.QueryResult[];
+        const results = Array.isArray(res) ? res : [res];
+        if (results.length !== slots.length) {
+          throw new Error(`expected ${slots.length} results from a statement run, got ${results.length}`);
+        }
+        slots.forEach((s, i) => s?.onResult?.(results[i]!.rows as Record<string, unknown>[]));
+        message = [];
+        slots = [];
+      };
       try {
-        const partitions = new Set<number>();
-        for (const op of ops) for (const p of op.partitions) partitions.add(p);
-        if (partitions.size > 0) await this.fencing.check(client, partitions);
-        const journal: JournalRow[] = [];
-        // Statements run in submission order. Consecutive ones that do not depend on an earlier result of this
-        // transaction (no `when`) go to PostgreSQL together, as one multi-statement message: one round trip for
-        // the run instead of one per statement, which is what bounds a batch's time in the transaction.
-        const run: Stmt[] = [];
-        for (const op of ops) {
-          for (const stmt of op.stmts) {
-            if (stmt.when === undefined) {
-              run.push(stmt);
-              continue;
-            }
-            await runStmts(client, run);
-            run.length = 0;
-            await runStmt(client, stmt);
+        for (const stmt of stmts) {
+          if (stmt.when !== undefined) {
+            await send();
+            if (!stmt.when()) continue;
           }
-          for (const row of op.journal) journal.push(row);
+          const known = stmt.name === undefined ? undefined : prepared.get(stmt.name);
+          if (stmt.name !== undefined && known === undefined) {
+            // Recorded at once: a failed commit discards the connection (see below), so PREPARE runs once per
+            // connection. Its own result takes a slot.
+            prepared.set(stmt.name, stmt.text);
+            message.push(`PREPARE ${PREFIX}${stmt.name} AS ${stmt.text}`);
+            slots.push(undefined);
+          } else if (known !== undefined && known !== stmt.text) {
+            // EXECUTE would silently run the other text (the extended protocol's named statements refuse this too).
+            throw new Error(`statement name ${stmt.name} is used for two different statements`);
+          }
+          message.push(stmt.name === undefined ? inlineValues(client, stmt) : executeText(client, stmt));
+          slots.push(stmt);
         }
-        await runStmts(client, run);
-        if (journal.length > 0) await insertJournal(client, journal);
-        try {
-          await client.query('COMMIT');
-        } catch (err) {
-          broken = true;
-          throw new CommitOutcomeUnknownError(err);
-        }
+        message.push('COMMIT');
+        slots.push(undefined);
+        last = true;
+        await send();
         this.options.onCommit?.(ops.length, Number(process.hrtime.bigint() - started) / 1e9);
       } catch (err) {
-        if (!(err instanceof CommitOutcomeUnknownError)) {
-          await client.query('ROLLBACK').catch(() => {
-            broken = true;
-          });
+        // An ERROR answer means the message stopped at the failing statement, COMMIT included: nothing committed.
+        // Anything else during the message that carries COMMIT (the connection failed, the server went away) leaves
+        // the outcome unknown.
+        if (!isStatementError(err)) {
+          broken = true;
+          if (last) throw new CommitOutcomeUnknownError(err);
+          throw err;
+        }
+        // The message may have stopped before or after a PREPARE it carried: the connection's prepared statements
+        // are unknown now, so it is not reused.
+        broken = true;
+        await client.query('ROLLBACK').catch(() => undefined);
+        if (isLeaseLost(err)) {
+          // Name the partitions that were lost (throws FencingError); were they all held again, still refuse.
+          await this.fencing.check(client, partitions);
+          throw new FencingError([...partitions]);
         }
         throw err;
       }
@@ -168,23 +211,26 @@ export class GroupCommitter {
   }
 }
 
-/** From this many statements on, a run is sent as one message; below, one prepared statement at a time. */
-const INLINE_MIN_RUN = 6;
+/** Statements prepared (SQL PREPARE) on each pooled connection by the committer: Stmt name → text. */
+const preparedOn = new WeakMap<pg.ClientBase, Map<string, string>>();
 
-/** Runs statements in order in one round trip (values inlined as escaped literals); results go to each `onResult`. */
-async function runStmts(client: pg.ClientBase, stmts: readonly Stmt[]): Promise<void> {
-  if (stmts.length < INLINE_MIN_RUN) {
-    // Short runs (light load): prepared statements, planned once per connection, cost less than the round trips.
-    for (const s of stmts) await runStmt(client, s);
-    return;
-  }
-  const text = stmts.map((s) => inlineValues(client, s)).join(';\n');
-  const res = (await client.query(text)) as unknown as pg.QueryResult | pg.QueryResult[];
-  const results = Array.isArray(res) ? res : [res];
-  if (results.length !== stmts.length) {
-    throw new Error(`expected ${stmts.length} results from a statement run, got ${results.length}`);
-  }
-  stmts.forEach((s, i) => s.onResult?.(results[i]!.rows as Record<string, unknown>[]));
+/** SQL PREPARE shares its namespace with the extended protocol's named statements, which other queries use. */
+const PREFIX = 'gc_';
+
+function executeText(client: pg.ClientBase, stmt: Stmt): string {
+  if (stmt.values.length === 0) return `EXECUTE ${PREFIX}${stmt.name}`;
+  return `EXECUTE ${PREFIX}${stmt.name}(${stmt.values.map((v) => literal(client, v)).join(', ')})`;
+}
+
+/** What the lease guard's error message contains: see `Fencing.guard`. */
+export const LEASE_LOST = 'ratchet: partition lease lost';
+
+function isStatementError(err: unknown): boolean {
+  return err instanceof pg.DatabaseError && err.severity === 'ERROR';
+}
+
+function isLeaseLost(err: unknown): boolean {
+  return err instanceof pg.DatabaseError && err.code === '22P02' && err.message.includes(LEASE_LOST);
 }
 
 /**
@@ -217,17 +263,7 @@ function textOf(value: unknown): string | null {
   return JSON.stringify(value);
 }
 
-async function runStmt(client: pg.ClientBase, stmt: Stmt): Promise<void> {
-  if (stmt.when !== undefined && !stmt.when()) return;
-  const res = await client.query(
-    stmt.name === undefined
-      ? { text: stmt.text, values: stmt.values }
-      : { name: stmt.name, text: stmt.text, values: stmt.values },
-  );
-  stmt.onResult?.(res.rows as Record<string, unknown>[]);
-}
-
-async function insertJournal(client: pg.ClientBase, rows: JournalRow[]): Promise<void> {
+function insertJournal(rows: JournalRow[]): Stmt {
   const cols: unknown[][] = Array.from({ length: 13 }, () => new Array<unknown>(rows.length));
   rows.forEach((r, i) => {
     cols[0]![i] = r.invocationId;
@@ -244,5 +280,5 @@ async function insertJournal(client: pg.ClientBase, rows: JournalRow[]): Promise
     cols[11]![i] = r.sleepWakeupAt ?? null;
     cols[12]![i] = r.promiseName ?? null;
   });
-  await client.query({ ...INSERT_JOURNAL, values: cols });
+  return { ...INSERT_JOURNAL, values: cols };
 }

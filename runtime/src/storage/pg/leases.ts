@@ -1,5 +1,6 @@
 import type pg from 'pg';
-import { FencingError, type Fencing } from './group-commit.ts';
+import type { Stmt } from '../api.ts';
+import { FencingError, LEASE_LOST, type Fencing } from './group-commit.ts';
 
 export interface LeaseOptions {
   node: string;
@@ -73,13 +74,21 @@ export class PartitionLeases implements Fencing {
     this.epochs.clear();
   }
 
+  guard(partitions: ReadonlySet<number>): Stmt {
+    const { ids, epochs } = this.held(partitions);
+    // The CASE is not constant, so the cast of the message fails only at run time, and only when a lease is lost.
+    return {
+      name: 'lease_guard',
+      text: `SELECT (CASE WHEN count(*) = $4::int THEN '0' ELSE $5::text END)::int AS fence FROM (
+               SELECT l.partition_id FROM ratchet.partition_lease l
+               JOIN unnest($2::int[], $3::bigint[]) AS p(id, epoch) ON l.partition_id = p.id AND l.epoch = p.epoch
+               WHERE l.owner = $1 FOR SHARE OF l) held`,
+      values: [this.options.node, ids, epochs, ids.length, LEASE_LOST],
+    };
+  }
+
   async check(client: pg.ClientBase, partitions: ReadonlySet<number>): Promise<void> {
-    const ids: number[] = [];
-    const epochs: (string | null)[] = [];
-    for (const p of partitions) {
-      ids.push(p);
-      epochs.push(this.epochs.get(p) ?? null);
-    }
+    const { ids, epochs } = this.held(partitions);
     const res = await client.query<{ partition_id: number }>({
       name: 'lease_fence',
       text: `SELECT l.partition_id FROM ratchet.partition_lease l
@@ -91,6 +100,17 @@ export class PartitionLeases implements Fencing {
       const held = new Set(res.rows.map((r) => r.partition_id));
       throw new FencingError(ids.filter((id) => !held.has(id)));
     }
+  }
+
+  /** The partitions with the epochs this process holds them at (null: not held). */
+  private held(partitions: ReadonlySet<number>): { ids: number[]; epochs: (string | null)[] } {
+    const ids: number[] = [];
+    const epochs: (string | null)[] = [];
+    for (const p of partitions) {
+      ids.push(p);
+      epochs.push(this.epochs.get(p) ?? null);
+    }
+    return { ids, epochs };
   }
 }
 

@@ -133,6 +133,8 @@ export interface NewInvocation {
   restartedFrom?: string | null;
   deploymentId?: string | null;
   protocolVersion?: number | null;
+  /** Set when the first attempt is recorded with the insert (pinned deployment, last_start_at and running_at). */
+  attemptStartAt?: Date | null;
 }
 
 /**
@@ -150,9 +152,11 @@ export function insertInvocation(
              INSERT INTO ratchet.invocation (id, partition_key, partition_id, service_name, service_key, handler_name,
                service_ty, handler_ty, status, idempotency_key, invoked_by, invoked_by_id, invoked_by_target, random_seed,
                journal_length, inbox_seq, created_at, modified_at, scheduled_start_at, completion_retention_ms,
-               journal_retention_ms, last_append_at, restarted_from, deployment_id, protocol_version)
+               journal_retention_ms, last_append_at, restarted_from, deployment_id, protocol_version,
+               last_attempt_deployment_id, last_start_at, running_at)
              VALUES ($1, $2::bigint, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::bigint, $15,
-               CASE WHEN $16::boolean THEN nextval('ratchet.inbox_seq') END, $17, $17, $18, $19, $20, $17, $22, $23, $24)
+               CASE WHEN $16::boolean THEN nextval('ratchet.inbox_seq') END, $17, $17, $18, $19, $20, $17, $22, $23, $24,
+               CASE WHEN $25::timestamptz IS NOT NULL THEN $23 END, $25, $25)
              ON CONFLICT (id) DO NOTHING RETURNING id)
            INSERT INTO ratchet.journal (invocation_id, index, entry_type, raw, appended_at)
            SELECT id, 0, ${INPUT_COMMAND}, $21, $17 FROM ins RETURNING 1 AS inserted`,
@@ -181,6 +185,7 @@ export function insertInvocation(
       inv.restartedFrom ?? null,
       inv.deploymentId ?? null,
       inv.protocolVersion ?? null,
+      inv.attemptStartAt ?? null,
     ],
     ...(onInserted === undefined ? {} : { onResult: (rows) => onInserted(rows.length > 0) }),
   };
