@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   INVOCATION_ID,
   SERVICE_NAMES,
@@ -6,6 +6,7 @@ import {
   httpRequest,
   normalize,
   selectedTargets,
+  useTargets,
   startRatchetTarget,
   startRestateTarget,
   type Exchange,
@@ -28,38 +29,7 @@ const BAD_SHAPE = 'bad path, expected either /:service-name/:handler or /:object
 const BAD_DELAY = 'bad delay query parameter, must be a ISO8601 duration';
 
 const names = selectedTargets();
-const targets = new Map<TargetName, Target>();
-
-beforeAll(async () => {
-  const started = await Promise.allSettled(
-    names.map((n) => (n === 'restate' ? startRestateTarget() : startRatchetTarget())),
-  );
-  for (const s of started) if (s.status === 'fulfilled') targets.set(s.value.name, s.value);
-  const failed = started.filter((s): s is PromiseRejectedResult => s.status === 'rejected');
-  if (failed.length > 0) {
-    await stopAll();
-    throw failed.length === 1 ? failed[0]!.reason : new AggregateError(failed.map((f) => f.reason as unknown));
-  }
-});
-
-async function stopAll(): Promise<void> {
-  const stopping = [...targets.values()].map((t) => t.stop());
-  targets.clear();
-  const results = await Promise.allSettled(stopping);
-  const errors = results
-    .filter((r): r is PromiseRejectedResult => r.status === 'rejected')
-    .map((r) => r.reason as unknown);
-  if (errors.length > 0) throw new AggregateError(errors, 'stopping the compat targets failed');
-}
-
-afterAll(stopAll);
-
-beforeEach(({ onTestFailed }) => {
-  onTestFailed(() => {
-    const out = targets.get('restate')?.output();
-    if (out !== undefined) console.error(`--- restate-server output (last 10 kB) ---\n${out.slice(-10_000)}`);
-  });
-});
+const targets = useTargets((n) => (n === 'restate' ? startRestateTarget() : startRatchetTarget()));
 
 // --------------------------------------------------------------------------------------------------------------------
 // Helpers

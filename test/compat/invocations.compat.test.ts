@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   boxService,
   flow,
@@ -16,12 +16,12 @@ import {
   describeExchange,
   httpRequest,
   selectedTargets,
+  useTargets,
   startRatchetTargetServing,
   startRestateTargetServing,
   type Exchange,
   type HttpRequest,
   type ServiceSet,
-  type Target,
   type TargetName,
   RecordedRun,
   dumpRun,
@@ -93,41 +93,15 @@ const SERVICES: ServiceSet = {
 };
 
 const names = selectedTargets();
-const targets = new Map<TargetName, Target>();
 const decoys: DiscoveryOnlyDeployment[] = [];
-
-beforeAll(async () => {
-  const started = await Promise.allSettled(
-    names.map((n) => (n === 'restate' ? startRestateTargetServing(SERVICES) : startRatchetTargetServing(SERVICES))),
-  );
-  for (const s of started) if (s.status === 'fulfilled') targets.set(s.value.name, s.value);
-  const failed = started.filter((s): s is PromiseRejectedResult => s.status === 'rejected');
-  if (failed.length > 0) {
-    await stopAll();
-    throw failed.length === 1 ? failed[0]!.reason : new AggregateError(failed.map((f) => f.reason as unknown));
-  }
-});
-
-async function stopAll(): Promise<void> {
-  // Handlers still waiting at a gate would keep their SDK streams open.
-  gates.openAll();
-  const stopping = [...targets.values()].map((t) => t.stop());
-  targets.clear();
-  const results = await Promise.allSettled([...stopping, ...decoys.map((d) => d.close())]);
-  const errors = results
-    .filter((r): r is PromiseRejectedResult => r.status === 'rejected')
-    .map((r) => r.reason as unknown);
-  if (errors.length > 0) throw new AggregateError(errors, 'stopping the compat targets failed');
-}
-
-afterAll(stopAll);
-
-beforeEach(({ onTestFailed }) => {
-  onTestFailed(() => {
-    const out = targets.get('restate')?.output();
-    if (out !== undefined) console.error(`--- restate-server output (last 10 kB) ---\n${out.slice(-10_000)}`);
-  });
-});
+const targets = useTargets(
+  (n) => (n === 'restate' ? startRestateTargetServing(SERVICES) : startRatchetTargetServing(SERVICES)),
+  {
+    // Handlers still waiting at a gate would keep their SDK streams open.
+    beforeStop: () => gates.openAll(),
+    alsoClose: () => decoys.map((d) => d.close()),
+  },
+);
 
 // --------------------------------------------------------------------------------------------------------------------
 // Scenario runs

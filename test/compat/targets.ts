@@ -1,5 +1,6 @@
 import http from 'node:http';
 import * as restate from '@restatedev/restate-sdk';
+import { afterAll, beforeAll, beforeEach } from 'vitest';
 import { createTestDatabase } from '../support/postgres.ts';
 import { startRestateServer } from '../support/restate-server.ts';
 import { startEndpoint, type StartEndpointOptions } from '../support/sdk-endpoint.ts';
@@ -412,4 +413,51 @@ export async function playRuns<R extends RecordedRun>(
     throw new Error(`the restate-server run stopped early\n${dumpRun(ref)}`, { cause: ref.error });
   }
   return new Map(runs.map((r) => [r.target.name, r]));
+}
+
+export interface UseTargetsOptions {
+  /** Runs before the targets stop (e.g. release handlers still waiting, whose streams would keep them busy). */
+  readonly beforeStop?: () => void;
+  /** More things to close with the targets (read when stopping: they may be created during the tests). */
+  readonly alsoClose?: () => readonly Promise<unknown>[];
+}
+
+/**
+ * The selected targets of one compat file: started before its tests (all or none), stopped after them, and
+ * restate-server's recent output printed when a test fails.
+ */
+export function useTargets(
+  start: (name: TargetName) => Promise<Target>,
+  options: UseTargetsOptions = {},
+): Map<TargetName, Target> {
+  const targets = new Map<TargetName, Target>();
+
+  async function stopAll(): Promise<void> {
+    options.beforeStop?.();
+    const stopping = [...targets.values()].map((t) => t.stop());
+    targets.clear();
+    const results = await Promise.allSettled([...stopping, ...(options.alsoClose?.() ?? [])]);
+    const errors = results
+      .filter((r): r is PromiseRejectedResult => r.status === 'rejected')
+      .map((r) => r.reason as unknown);
+    if (errors.length > 0) throw new AggregateError(errors, 'stopping the compat targets failed');
+  }
+
+  beforeAll(async () => {
+    const started = await Promise.allSettled(selectedTargets().map(start));
+    for (const s of started) if (s.status === 'fulfilled') targets.set(s.value.name, s.value);
+    const failed = started.filter((s): s is PromiseRejectedResult => s.status === 'rejected');
+    if (failed.length > 0) {
+      await stopAll();
+      throw failed.length === 1 ? failed[0]!.reason : new AggregateError(failed.map((f) => f.reason as unknown));
+    }
+  });
+  afterAll(stopAll);
+  beforeEach(({ onTestFailed }) => {
+    onTestFailed(() => {
+      const out = targets.get('restate')?.output();
+      if (out !== undefined) console.error(`--- restate-server output (last 10 kB) ---\n${out.slice(-10_000)}`);
+    });
+  });
+  return targets;
 }
