@@ -10,6 +10,7 @@ import {
   startDiscoveryOnlyDeployment,
   type DiscoveryOnlyDeployment,
   type Posted,
+  RESTATE_INVOCATION_MESSAGES,
 } from '../integration/admin/invocations-support.ts';
 import { waitFor } from '../support/wait.ts';
 import {
@@ -394,32 +395,7 @@ function restarted(label = '<invocation-id>'): Observed {
   };
 }
 
-const msg = {
-  notFound: (id: string) => `The requested invocation '${id}' does not exist`,
-  alreadyCompleted: (id: string) => `The invocation '${id}' was already completed.`,
-  notCompleted: (id: string) => `The invocation '${id}' is not yet completed.`,
-  stillRunning: (id: string) => `The invocation '${id}' is still running.`,
-  notRunning: (id: string) => `The invocation '${id}' is not running, cannot be paused.`,
-  completedCannotResume: (id: string) => `The invocation '${id}' is completed, cannot be resumed.`,
-  deploymentCannotChange: (id: string) =>
-    `The invocation '${id}' is still running or the deployment id is not pinned yet, deployment id cannot be changed.`,
-  notStartedResume: (id: string) => `The invocation '${id}' is either inboxed or scheduled, cannot be resumed.`,
-  notStartedRestart: (id: string) => `The invocation '${id}' cannot be restarted because it's not running yet.`,
-  workflow: (id: string) =>
-    `Restarting the invocation '${id}' is not supported. Restarting workflows is not supported, and restarting ` +
-    'invocations created using the old service protocol.',
-  inputGone: (id: string) =>
-    `The invocation '${id}' cannot be restarted because the input is not available. This indicates that the journal ` +
-    'was already purged, or not retained at all.',
-  prefix: (id: string) =>
-    `The prefix of the journal '${id}' up to 'from' (included) contains some Commands without respective Completions.`,
-  unknownDeploymentOnResume: (id: string) =>
-    `The given deployment was not found when trying to resume the invocation '${id}'.`,
-  unknownDeploymentOnRestart: (id: string) =>
-    `The given deployment was not found when trying to restart as new the invocation '${id}'.`,
-  badDeployment: (reason: string) => `The query parameter 'deployment' is invalid. Reason: ${reason}`,
-  badInvocationId: "The request field 'invocation_id' is invalid. Reason: unrecognized codec version",
-};
+const msg = RESTATE_INVOCATION_MESSAGES;
 
 /**
  * restate-server pins protocol 6 (without its experimental V7 flag) and Ratchet 7: the decoy deployment (5..=5)

@@ -355,3 +355,34 @@ export async function startDiscoveryOnlyDeployment(
       }),
   };
 }
+
+/** restate-server 1.7.12's answers to invocation management, as the admin API must give them. */
+export const RESTATE_INVOCATION_MESSAGES = {
+  notFound: (id: string) => `The requested invocation '${id}' does not exist`,
+  alreadyCompleted: (id: string) => `The invocation '${id}' was already completed.`,
+  notCompleted: (id: string) => `The invocation '${id}' is not yet completed.`,
+  stillRunning: (id: string) => `The invocation '${id}' is still running.`,
+  notRunning: (id: string) => `The invocation '${id}' is not running, cannot be paused.`,
+  completedCannotResume: (id: string) => `The invocation '${id}' is completed, cannot be resumed.`,
+  deploymentCannotChange: (id: string) =>
+    `The invocation '${id}' is still running or the deployment id is not pinned yet, deployment id cannot be changed.`,
+  notStartedResume: (id: string) => `The invocation '${id}' is either inboxed or scheduled, cannot be resumed.`,
+  notStartedRestart: (id: string) => `The invocation '${id}' cannot be restarted because it's not running yet.`,
+  workflow: (id: string) =>
+    `Restarting the invocation '${id}' is not supported. Restarting workflows is not supported, and restarting ` +
+    'invocations created using the old service protocol.',
+  inputGone: (id: string) =>
+    `The invocation '${id}' cannot be restarted because the input is not available. This indicates that the journal ` +
+    'was already purged, or not retained at all.',
+  prefix: (id: string) =>
+    `The prefix of the journal '${id}' up to 'from' (included) contains some Commands without respective Completions.`,
+  unknownDeploymentOnResume: (id: string) =>
+    `The given deployment was not found when trying to resume the invocation '${id}'.`,
+  unknownDeploymentOnRestart: (id: string) =>
+    `The given deployment was not found when trying to restart as new the invocation '${id}'.`,
+  badDeployment: (reason: string) => `The query parameter 'deployment' is invalid. Reason: ${reason}`,
+  incompatible: (id: string, version: number, dp: string, min: number, max: number) =>
+    `The invocation '${id}' is running on protocol version '${version}', while the chosen deployment '${dp}' ` +
+    `supports the range ${min}..=${max}.`,
+  badInvocationId: "The request field 'invocation_id' is invalid. Reason: unrecognized codec version",
+};

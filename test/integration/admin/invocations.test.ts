@@ -25,6 +25,7 @@ import {
   type DiscoveryOnlyDeployment,
   type Posted,
   type Steps,
+  RESTATE_INVOCATION_MESSAGES,
 } from './invocations-support.ts';
 
 /**
@@ -47,33 +48,7 @@ const tally = boxService('Tally', 'h1');
 const moverA = boxService('Mover', 'A');
 const moverB = boxService('Mover', 'B');
 
-const msg = {
-  notFound: (id: string) => `The requested invocation '${id}' does not exist`,
-  alreadyCompleted: (id: string) => `The invocation '${id}' was already completed.`,
-  notCompleted: (id: string) => `The invocation '${id}' is not yet completed.`,
-  stillRunning: (id: string) => `The invocation '${id}' is still running.`,
-  notRunning: (id: string) => `The invocation '${id}' is not running, cannot be paused.`,
-  completedCannotResume: (id: string) => `The invocation '${id}' is completed, cannot be resumed.`,
-  deploymentCannotChange: (id: string) =>
-    `The invocation '${id}' is still running or the deployment id is not pinned yet, deployment id cannot be changed.`,
-  notStartedResume: (id: string) => `The invocation '${id}' is either inboxed or scheduled, cannot be resumed.`,
-  notStartedRestart: (id: string) => `The invocation '${id}' cannot be restarted because it's not running yet.`,
-  workflow: (id: string) =>
-    `Restarting the invocation '${id}' is not supported. Restarting workflows is not supported, and restarting ` +
-    'invocations created using the old service protocol.',
-  inputGone: (id: string) =>
-    `The invocation '${id}' cannot be restarted because the input is not available. This indicates that the journal ` +
-    'was already purged, or not retained at all.',
-  unknownDeploymentOnResume: (id: string) =>
-    `The given deployment was not found when trying to resume the invocation '${id}'.`,
-  unknownDeploymentOnRestart: (id: string) =>
-    `The given deployment was not found when trying to restart as new the invocation '${id}'.`,
-  incompatible: (id: string, version: number, dp: string, min: number, max: number) =>
-    `The invocation '${id}' is running on protocol version '${version}', while the chosen deployment '${dp}' ` +
-    `supports the range ${min}..=${max}.`,
-  badDeployment: "The query parameter 'deployment' is invalid. Reason: bad format",
-  badInvocationId: "The request field 'invocation_id' is invalid. Reason: unrecognized codec version",
-};
+const msg = RESTATE_INVOCATION_MESSAGES;
 
 /**
  * A JSON refusal: status, content-type and restate's body (plus the `service_code` the spec names). Soft, so a test
@@ -376,7 +351,7 @@ describe('invocation management (admin API)', () => {
       const { invocationId: id } = await waiting('Tally', 'bad-deployment-query');
       expectEmpty(await patch(`/invocations/${id}/pause`), 202);
       await statusBecomes(id, 'paused');
-      expectRefusal(await patch(`/invocations/${id}/resume?deployment=nope`), 400, msg.badDeployment);
+      expectRefusal(await patch(`/invocations/${id}/resume?deployment=nope`), 400, msg.badDeployment('bad format'));
       expect(await rows.status(id)).toBe('paused');
       expectEmpty(await patch(`/invocations/${id}/kill`), 200);
     });
@@ -526,7 +501,11 @@ describe('invocation management (admin API)', () => {
         await patch(`/invocations/${id}/restart-as-new?from=`),
         'Failed to deserialize query string: from: cannot parse integer from empty string',
       );
-      expectRefusal(await patch(`/invocations/${id}/restart-as-new?from=1&deployment=nope`), 400, msg.badDeployment);
+      expectRefusal(
+        await patch(`/invocations/${id}/restart-as-new?from=1&deployment=nope`),
+        400,
+        msg.badDeployment('bad format'),
+      );
       expectRefusal(
         await patch(`/invocations/${id}/restart-as-new?from=1&deployment=`),
         400,
