@@ -1,12 +1,5 @@
 import { LISTENER_PORTS } from '../../api/v1alpha1/cluster.ts';
-import {
-  API_VERSION,
-  FIELD_MANAGER,
-  PAUSE_ANNOTATION,
-  PAUSE_VALUE,
-  type Cluster,
-  type ClusterStatus,
-} from '../../api/v1alpha1/index.ts';
+import { API_VERSION, FIELD_MANAGER, type Cluster, type ClusterStatus } from '../../api/v1alpha1/index.ts';
 import { AdminApiError, type AdminClient, type AdminTarget } from '../../admin-client/types.ts';
 import type { KubeObject, ObjectRef } from '../../kube/types.ts';
 import type { Controller, ObjectKey, ReconcileContext, ReconcileResult } from '../../reconcile/types.ts';
@@ -47,6 +40,7 @@ import {
 } from './status.ts';
 import { resolveTls } from './tls.ts';
 import { clusterWatches } from './watches.ts';
+import { isPaused } from '../shared/paused.ts';
 
 /*
  * Cluster → the runtime's Deployment, Services, ConfigMap, Secrets, PDB, NetworkPolicy (and the bundled PostgreSQL),
@@ -213,9 +207,9 @@ async function reconcile(key: ObjectKey, ctx: ReconcileContext): Promise<Reconci
 
   // Status writes always carry the whole status: under server-side apply, a field this manager wrote before and
   // leaves out now would be removed.
-  if (cluster.metadata.annotations?.[PAUSE_ANNOTATION] === PAUSE_VALUE) {
+  if (isPaused(cluster)) {
     const status = cluster.status ?? {};
-    const paused = { ...status, conditions: pausedConditions(status, generation, now, PAUSE_ANNOTATION, PAUSE_VALUE) };
+    const paused = { ...status, conditions: pausedConditions(status, generation, now) };
     if (statusChanged(status, paused)) await writeStatus(ctx, cluster, paused);
     return {};
   }

@@ -8,6 +8,7 @@ import type { DeploymentStatus } from '../../specs/objects.ts';
 import type { Endpoints } from '../../specs/settings.ts';
 import type { DatabaseResolution } from './database.ts';
 import type { Blocker } from './secrets.ts';
+import { PAUSED_MESSAGE, RECONCILIATION_PAUSED } from '../shared/paused.ts';
 
 export const CONDITION = {
   ready: 'Ready',
@@ -211,15 +212,7 @@ export function firstSightStatus(previous: ClusterStatus, generation: number, no
   };
 }
 
-export const PAUSE_REASON = 'ReconciliationPaused';
-
-export function pausedConditions(
-  previous: ClusterStatus,
-  generation: number,
-  now: Date,
-  annotation: string,
-  value: string,
-): Condition[] {
+export function pausedConditions(previous: ClusterStatus, generation: number, now: Date): Condition[] {
   return orderConditions(
     setConditions(
       previous.conditions,
@@ -227,8 +220,8 @@ export function pausedConditions(
         {
           type: CONDITION.reconciling,
           status: 'False',
-          reason: PAUSE_REASON,
-          message: `reconciliation is paused by the annotation ${annotation}: ${value}; remove it to resume`,
+          reason: RECONCILIATION_PAUSED,
+          message: PAUSED_MESSAGE,
         },
       ],
       generation,
