@@ -118,6 +118,7 @@ export async function startRuntime(config: Config, databaseUrl: string, logger: 
     const committer = new GroupCommitter(pool, leases, {
       maxBatch: config.storage.groupCommit.maxBatch,
       maxDelayMs: config.storage.groupCommit.maxDelayMs,
+      concurrency: config.storage.groupCommit.concurrency,
       onCommit: (writes, seconds) => {
         metrics.commitBatchSize.observe(writes);
         metrics.commitDuration.observe(seconds);

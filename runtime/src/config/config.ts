@@ -101,6 +101,8 @@ export interface StorageConfig {
   readonly groupCommit: {
     readonly maxDelayMs: number;
     readonly maxBatch: number;
+    /** Group-commit transactions in flight at once, each on its own pooled connection. */
+    readonly concurrency: number;
   };
   /** How often completed invocations and journals whose retention ended are removed. */
   readonly cleanupIntervalMs: number;
@@ -178,6 +180,7 @@ export const SETTINGS = {
   RATCHET_PARTITIONS: 'storage.partitions',
   RATCHET_GROUP_COMMIT_MAX_DELAY: 'storage.group-commit-max-delay',
   RATCHET_GROUP_COMMIT_MAX_BATCH: 'storage.group-commit-max-batch',
+  RATCHET_GROUP_COMMIT_CONCURRENCY: 'storage.group-commit-concurrency',
   RATCHET_CLEANUP_INTERVAL: 'storage.cleanup-interval',
   RATCHET_KAFKA_CLUSTERS: 'kafka-clusters',
   RATCHET_INTROSPECTION_PASSWORD: 'introspection.password',
@@ -691,6 +694,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
       groupCommit: {
         maxDelayMs: read.duration('RATCHET_GROUP_COMMIT_MAX_DELAY', '0ms'),
         maxBatch: read.integer('RATCHET_GROUP_COMMIT_MAX_BATCH', 256, { min: 1, max: 65536 }),
+        concurrency: read.integer('RATCHET_GROUP_COMMIT_CONCURRENCY', 2, { min: 1, max: 64 }),
       },
       cleanupIntervalMs: read.duration('RATCHET_CLEANUP_INTERVAL', '1m', { min: 10, max: MAX_SAFE_MS }),
     },

@@ -26,7 +26,7 @@ import {
   type NewInvocation,
 } from '../storage/pg/tables/invocations.ts';
 import { loadJournal } from '../storage/pg/tables/journal.ts';
-import { listLocks, releaseLock, takeLock } from '../storage/pg/tables/locks.ts';
+import { listLocks, releaseLock, takeLock, transferLock } from '../storage/pg/tables/locks.ts';
 import {
   awaitResult,
   deleteOutbox,
@@ -186,7 +186,7 @@ export class Engine {
     const now = new Date();
     const { ctxRow, inputRaw, executionTime } = this.newInvocation(req, now, undefined);
     if (this.active.has(ctxRow.id)) return { id: ctxRow.id, created: false, executionTime };
-    const op = newWriteOp(ctxRow.partitionId);
+    const op = newWriteOp(ctxRow.partitionId, [orderKey(ctxRow.partitionKey)]);
     let created = true;
     const deterministic = ctxRow.idempotencyKey !== null && req.idempotencyKeyGenerated !== true;
     const { stmts, ctx } = this.admit(ctxRow, inputRaw, op, now, deterministic, (inserted) => (created = inserted));
@@ -354,7 +354,11 @@ export class Engine {
       this.inbox(lk!).push(row.id);
     } else if (lk !== undefined) {
       this.locks.set(lk, row.id);
-      stmts.push(onlyIfInserted(takeLock(row.serviceName, row.serviceKey!, row.id)));
+      // A random id (no idempotency key, not a workflow run) cannot exist yet, so its insert always inserts: no need
+      // to wait for the insert's result, which would split the commit's message into two round trips.
+      const take = takeLock(row.serviceName, row.serviceKey!, row.id);
+      const random = row.idempotencyKey === null && row.handlerTy !== 'Workflow' && row.restartedFrom == null;
+      stmts.push(random ? take : onlyIfInserted(take));
     }
     this.active.set(row.id, ctx);
     return { stmts, ctx };
@@ -385,13 +389,13 @@ export class Engine {
 
   /**
    * The key's lock is free: the oldest inboxed invocation takes it (statements into `op`). Returns it, to be started
-   * once `op` committed.
+   * once `op` committed. `from` is the holder that released it in `op` (its lock row is handed over, or deleted
+   * when nobody waits); without it the lock row does not exist yet.
    */
-  private handOver(lk: string, op: WriteOp, now: Date): InvocationCtx | undefined {
+  private handOver(lk: string, op: WriteOp, now: Date, from?: InvocationCtx): InvocationCtx | undefined {
     const queue = this.inboxes.get(lk);
-    if (queue === undefined) return undefined;
     let next: InvocationCtx | undefined;
-    while (next === undefined && queue.length > 0) {
+    while (next === undefined && queue !== undefined && queue.length > 0) {
       const nextId = queue.shift()!;
       const mutation = this.mutations.get(nextId);
       if (mutation !== undefined) {
@@ -402,13 +406,36 @@ export class Engine {
       }
       next = this.active.get(nextId);
     }
-    if (queue.length === 0) this.inboxes.delete(lk);
-    if (next === undefined) return undefined;
+    if (queue !== undefined && queue.length === 0) this.inboxes.delete(lk);
+    if (next === undefined) {
+      if (from !== undefined) op.stmts.push(releaseLock(from.serviceName, from.serviceKey!, from.id));
+      return undefined;
+    }
     this.locks.set(lk, next.id);
     next.status = 'invoked';
+    // It starts as soon as `op` commits: its pin and attempt start go into this update, as for an invocation
+    // admitted runnable (startAttempt then writes no start update for this attempt).
+    const started: InvocationUpdate = {};
+    if (next.deploymentId === null) {
+      const pin = this.choosePin(next.serviceName);
+      if (!('failure' in pin)) {
+        next.deploymentId = pin.deployment.id;
+        next.protocolVersion = pin.protocolVersion;
+        started.deploymentId = pin.deployment.id;
+        started.protocolVersion = pin.protocolVersion;
+      }
+    }
+    if (next.deploymentId !== null && next.protocolVersion !== null) {
+      started.lastStartAt = now;
+      started.runningAt = now;
+      started.lastAttemptDeploymentId = next.deploymentId;
+      next.startRecorded = true;
+    }
     op.stmts.push(
-      takeLock(next.serviceName, next.serviceKey!, next.id),
-      updateInvocation(next.id, { status: 'invoked', inboxSeq: null }, now),
+      from === undefined
+        ? takeLock(next.serviceName, next.serviceKey!, next.id)
+        : transferLock(next.serviceName, next.serviceKey!, from.id, next.id),
+      updateInvocation(next.id, { status: 'invoked', inboxSeq: null, ...started }, now),
     );
     return next;
   }
@@ -1097,7 +1124,7 @@ export class Engine {
         promiseName: string;
       }
     > = {};
-    const op = newWriteOp(ctx.partitionId);
+    const op = newWriteOp(ctx.partitionId, [orderKey(ctx.partitionKey)]);
     const reject = (rtCode: ErrorCode, message: string): void => {
       attempt.abort();
       if (ctx.attempt === attempt) ctx.attempt = undefined;
@@ -1187,6 +1214,8 @@ export class Engine {
           invokedBy: 'service',
         };
         const { ctxRow, inputRaw } = this.newInvocation(childReq, now, { id: ctx.id, target: ctx.target });
+        // The callee's rows (its insert, or the waiter on a running one) are written here too.
+        op.keys!.push(orderKey(ctxRow.partitionKey));
         if (cmd.kind === 'oneWayCall' && ctxRow.status === 'scheduled')
           ctxRow.scheduledStartAt = new Date(Number(cmd.invokeTime));
         // An idempotent call whose callee is running already joins it; one that completed gets its stored result.
@@ -1386,6 +1415,8 @@ export class Engine {
           return;
         }
         if (cmd.kind === 'attach') {
+          // Its waiter row must not race the target's completion, which collects the waiters.
+          op.keys!.push(orderKey(InvocationId.partitionKey(targetId)));
           stmts.push(
             awaitResult(
               targetId,
@@ -1463,7 +1494,7 @@ export class Engine {
       return;
     }
     const now = new Date();
-    const op = newWriteOp(ctx.partitionId);
+    const op = newWriteOp(ctx.partitionId, [orderKey(ctx.partitionKey)]);
     const entry = this.appendEntry(
       ctx,
       op,
@@ -1637,7 +1668,9 @@ export class Engine {
     ctx.attempt = undefined;
     ctx.status = 'completed';
     const now = new Date();
-    const op = newWriteOp(ctx.partitionId);
+    // Its own rows, its waiters and its key's lock and inbox (the next holder has the same key): ordered by its
+    // partition key. Extra statements may touch anything, so a completion with them is a barrier.
+    const op = newWriteOp(ctx.partitionId, extra.length === 0 ? [orderKey(ctx.partitionKey)] : undefined);
     const delivered: OutboxRow[] = [];
     op.stmts.push(
       updateInvocation(
@@ -1670,9 +1703,8 @@ export class Engine {
     if (ctx.isExclusiveKeyed) {
       const lk = lockKey(ctx.serviceName, ctx.serviceKey!);
       if (this.locks.get(lk) === ctx.id) {
-        op.stmts.push(releaseLock(ctx.serviceName, ctx.serviceKey!, ctx.id));
         this.locks.delete(lk);
-        next = this.handOver(lk, op, now);
+        next = this.handOver(lk, op, now, ctx);
       }
     }
     const done: CompletedInvocation = {
@@ -1710,7 +1742,8 @@ export class Engine {
       if (extra.length > 0) await this.submitStmts(ctx.partitionId, extra);
       return;
     }
-    const op = newWriteOp(ctx.partitionId);
+    // `extra` removes the outbox row or timer row that this notification delivers: rows of this invocation.
+    const op = newWriteOp(ctx.partitionId, [orderKey(ctx.partitionKey)]);
     const e = this.appendEntry(ctx, op, entry, new Date());
     op.stmts.push(...extra);
     let resume = false;
@@ -1911,7 +1944,7 @@ export class Engine {
   }
 
   private write(ctx: InvocationCtx, stmts: Stmt[], after?: () => void): void {
-    void this.commit(ctx, { partitions: [ctx.partitionId], stmts, journal: [] }, after);
+    void this.commit(ctx, newWriteOpWith(ctx, stmts), after);
   }
 
   /**
@@ -2089,6 +2122,16 @@ function pendingCallees(journal: JournalEntry[]): string[] {
 }
 
 /** The invocation an attach / get-output command names. */
+/** The ordering key (`WriteOp.keys`) of an invocation's writes: its partition key, which for keyed services is its key's. */
+function orderKey(partitionKey: bigint): string {
+  return partitionKey.toString();
+}
+
+/** A write of `ctx`'s own rows (and its timers, and its key's lock and inbox): ordered by its partition key. */
+function newWriteOpWith(ctx: InvocationCtx, stmts: Stmt[]): WriteOp {
+  return { partitions: [ctx.partitionId], stmts, journal: [], keys: [orderKey(ctx.partitionKey)] };
+}
+
 function resolveTarget(t: InvocationTarget, keyed: (service: string) => boolean): InvocationId | undefined {
   switch (t.kind) {
     case 'invocationId':

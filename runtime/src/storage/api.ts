@@ -35,8 +35,17 @@ export interface WriteOp {
   partitions: number[];
   stmts: Stmt[];
   journal: JournalRow[];
+  /**
+   * Ordering keys: the partition keys of every invocation (and virtual-object or workflow key) whose rows this write
+   * touches or whose rows it assumes. Writes that share a key commit in submission order and never in two
+   * concurrent transactions; writes with disjoint keys may commit concurrently, in any order. Without keys the
+   * write is a barrier, ordered against every other write.
+   */
+  keys?: string[];
 }
 
-export function newWriteOp(partition?: number): WriteOp {
-  return { partitions: partition === undefined ? [] : [partition], stmts: [], journal: [] };
+export function newWriteOp(partition?: number, keys?: string[]): WriteOp {
+  const op: WriteOp = { partitions: partition === undefined ? [] : [partition], stmts: [], journal: [] };
+  if (keys !== undefined) op.keys = keys;
+  return op;
 }

@@ -10,7 +10,8 @@ import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts
 /**
  * A commit goes to PostgreSQL as one message (BEGIN, lease guard, PREPARE/EXECUTE of named statements, COMMIT): a
  * write that fails must fail alone, statements that depend on earlier results must see them, and a failure must not
- * leave a pooled connection whose prepared statements the committer no longer knows.
+ * leave a pooled connection whose prepared statements the committer no longer knows. Transactions overlap (two in
+ * flight here) only for writes whose ordering keys are disjoint; a write without keys is a barrier.
  */
 describe('group commit', () => {
   let db: TestDatabase;
@@ -19,7 +20,7 @@ describe('group commit', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    pool = createPool({ url: db.url, max: 2, applicationName: 'group-commit-test' });
+    pool = createPool({ url: db.url, max: 4, applicationName: 'group-commit-test' });
     const client = await pool.connect();
     try {
       await migrate(client);
@@ -28,7 +29,7 @@ describe('group commit', () => {
     }
     const leases = new PartitionLeases(pool, { node: 'node-gc', partitions: 4, ttlMs: 60_000 });
     await leases.acquireAll();
-    committer = new GroupCommitter(pool, leases, { maxBatch: 64, maxDelayMs: 0 });
+    committer = new GroupCommitter(pool, leases, { maxBatch: 64, maxDelayMs: 0, concurrency: 2 });
   });
 
   afterAll(async () => {
@@ -85,5 +86,81 @@ describe('group commit', () => {
     );
     expect(await read('dep-seen')).toBe('yes');
     expect(await read('dep-not-seen')).toBeUndefined();
+  });
+
+  /** A statement that keeps its transaction open for `seconds`. */
+  const sleep = (seconds: number): Stmt => ({ text: `SELECT pg_sleep(${seconds})`, values: [] });
+  /** Inserts `key` with the value `key2` has as seen by this transaction ('missing' if it cannot see it). */
+  const copy = (key: string, from: string): Stmt => ({
+    name: 'test_meta_copy',
+    text: `INSERT INTO ratchet.meta (key, value)
+           SELECT $1, coalesce((SELECT value FROM ratchet.meta WHERE key = $2), 'missing')`,
+    values: [`gc-test-${key}`, `gc-test-${from}`],
+  });
+  const keyed = (keys: string[] | undefined, ...stmts: Stmt[]): WriteOp => {
+    const o = op(...stmts);
+    if (keys !== undefined) o.keys = keys;
+    return o;
+  };
+  /**
+   * Submits the writes in order, 50 ms apart (so that each finds the ones before it in flight rather than joining
+   * their batch), and returns the order in which their promises settled.
+   */
+  const settleOrder = async (ops: WriteOp[]): Promise<{ order: number[]; results: PromiseSettledResult<void>[] }> => {
+    const order: number[] = [];
+    const pending: Promise<void>[] = [];
+    for (const [i, o] of ops.entries()) {
+      if (i > 0) await new Promise((r) => setTimeout(r, 50));
+      pending.push(
+        committer.submit(o).finally(() => {
+          order.push(i);
+        }),
+      );
+    }
+    return { order, results: await Promise.allSettled(pending) };
+  };
+
+  it('commits writes with disjoint ordering keys in overlapping transactions', async () => {
+    const { order } = await settleOrder([
+      keyed(['slow'], sleep(0.4), put('overlap-slow', 'done')),
+      keyed(['fast'], put('overlap-fast', 'done')),
+    ]);
+    // The second did not wait for the first transaction.
+    expect(order).toEqual([1, 0]);
+    expect(await read('overlap-slow')).toBe('done');
+    expect(await read('overlap-fast')).toBe('done');
+  });
+
+  it('never lets a write overtake an earlier write that shares one of its keys', async () => {
+    const { order } = await settleOrder([
+      keyed(['x'], sleep(0.3), put('same-first', 'v1')),
+      keyed(['y'], put('same-other', 'v2')),
+      // Shares 'x' with the first: runs after it committed, so it sees its write.
+      keyed(['y', 'x'], copy('same-second', 'same-first')),
+    ]);
+    expect(order).toEqual([1, 0, 2]);
+    expect(await read('same-second')).toBe('v1');
+  });
+
+  it('orders a write without keys after everything before it and before everything after it', async () => {
+    const { order } = await settleOrder([
+      keyed(['a'], sleep(0.3), put('barrier-before', 'b0')),
+      keyed(undefined, copy('barrier', 'barrier-before')),
+      keyed(['c'], copy('barrier-after', 'barrier')),
+    ]);
+    expect(order).toEqual([0, 1, 2]);
+    expect(await read('barrier')).toBe('b0');
+    expect(await read('barrier-after')).toBe('b0');
+  });
+
+  it('holds back the later writes of a key until an earlier transaction of it failed', async () => {
+    const bad: Stmt = { text: `INSERT INTO ratchet.meta (key, value) VALUES (NULL, 'x')`, values: [] };
+    const { order, results } = await settleOrder([
+      keyed(['f'], sleep(0.3), bad),
+      keyed(['f'], copy('after-failure', 'after-failure-missing')),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['rejected', 'fulfilled']);
+    expect(order).toEqual([0, 1]);
+    expect(await read('after-failure')).toBe('missing');
   });
 });

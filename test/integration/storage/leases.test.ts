@@ -53,8 +53,8 @@ describe('partition leases and fencing', () => {
     expect((await a.acquireAll()).sort()).toEqual([0, 1, 2, 3]);
     expect(await b.acquireAll()).toEqual([]);
 
-    const committerA = new GroupCommitter(pool, a, { maxBatch: 16, maxDelayMs: 0 });
-    const committerB = new GroupCommitter(pool, b, { maxBatch: 16, maxDelayMs: 0 });
+    const committerA = new GroupCommitter(pool, a, { maxBatch: 16, maxDelayMs: 0, concurrency: 2 });
+    const committerB = new GroupCommitter(pool, b, { maxBatch: 16, maxDelayMs: 0, concurrency: 2 });
     await committerA.submit(write(1, 'a1'));
     expect(await read(1)).toBe('a1');
     // B owns nothing yet: its writes are refused.
@@ -75,7 +75,7 @@ describe('partition leases and fencing', () => {
     const b2 = new PartitionLeases(pool, { node: 'node-b', partitions: 4, ttlMs: 60_000 });
     expect((await b2.acquireAll()).sort()).toEqual([0, 1, 2, 3]);
     await expect(committerB.submit(write(2, 'stale'))).rejects.toBeInstanceOf(FencingError);
-    const committerB2 = new GroupCommitter(pool, b2, { maxBatch: 16, maxDelayMs: 0 });
+    const committerB2 = new GroupCommitter(pool, b2, { maxBatch: 16, maxDelayMs: 0, concurrency: 2 });
     await committerB2.submit(write(2, 'b2'));
     expect(await read(2)).toBe('b2');
 
@@ -94,7 +94,7 @@ describe('partition leases and fencing', () => {
     const leases = new PartitionLeases(pool, { node: 'node-c', partitions: 4, ttlMs: 60_000 });
     await pool.query(`UPDATE ratchet.partition_lease SET owner = NULL, expires_at = NULL`);
     await leases.acquireAll();
-    const committer = new GroupCommitter(pool, leases, { maxBatch: 16, maxDelayMs: 5 });
+    const committer = new GroupCommitter(pool, leases, { maxBatch: 16, maxDelayMs: 5, concurrency: 2 });
     const bad = { partitions: [0], stmts: [{ text: 'SELECT 1/0', values: [] }], journal: [] };
     const results = await Promise.allSettled([
       committer.submit(write(0, 'x0')),

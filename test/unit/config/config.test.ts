@@ -68,7 +68,11 @@ describe('loadConfig defaults', () => {
         maxJournalRetentionMs: undefined,
         workflowCompletionRetentionMs: 86_400_000,
       },
-      storage: { partitions: 64, groupCommit: { maxDelayMs: 0, maxBatch: 256 }, cleanupIntervalMs: 60_000 },
+      storage: {
+        partitions: 64,
+        groupCommit: { maxDelayMs: 0, maxBatch: 256, concurrency: 2 },
+        cleanupIntervalMs: 60_000,
+      },
       warnings: [],
     });
     expect(config.nodeName).toBe(hostname());
@@ -127,6 +131,7 @@ on-max-attempts = "kill"
 [storage]
 partitions = 128
 group-commit-max-delay = "2ms"
+group-commit-concurrency = 3
 `);
 
   it('takes values from the config file', () => {
@@ -150,7 +155,7 @@ group-commit-max-delay = "2ms"
     });
     expect(config.storage).toEqual({
       partitions: 128,
-      groupCommit: { maxDelayMs: 2, maxBatch: 256 },
+      groupCommit: { maxDelayMs: 2, maxBatch: 256, concurrency: 3 },
       cleanupIntervalMs: 60_000,
     });
   });

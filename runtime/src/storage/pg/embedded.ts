@@ -69,9 +69,15 @@ export async function startEmbeddedDatabase(
   if (owner !== undefined) await chown(pgDir, owner.uid, owner.gid);
 
   const logFile = join(dataDir, 'postgres.log');
+  // The runtime talks to its own PostgreSQL over a Unix socket: cheaper per message than loopback TCP for both
+  // sides. TCP on 127.0.0.1 stays open for tools (psql, the tests).
+  const socketDir = join(dataDir, 'run');
+  await mkdir(socketDir, { recursive: true, mode: 0o700 });
+  if (owner !== undefined) await chown(socketDir, owner.uid, owner.gid);
   for (let attempt = 1; ; attempt++) {
     const port = await freePort(options.avoidPorts ?? []);
-    const server = await spawnServer(binaries.postgres, pgDir, port, logFile, owner);
+    const socket = Buffer.byteLength(join(socketDir, `.s.PGSQL.${port}`)) < MAX_SOCKET_PATH ? socketDir : undefined;
+    const server = await spawnServer(binaries.postgres, pgDir, port, socket, logFile, owner);
     try {
       await waitReady(server, port, password, logFile);
       const adminUrl = `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
@@ -90,9 +96,10 @@ export async function startEmbeddedDatabase(
     void server.exited.then((status) => {
       if (stopping === undefined) options.onUnexpectedExit?.(status);
     });
-    log.info({ port, pid: server.pid, log: logFile }, 'embedded PostgreSQL started');
+    log.info({ port, socket, pid: server.pid, log: logFile }, 'embedded PostgreSQL started');
+    const viaSocket = socket === undefined ? '' : `?host=${encodeURIComponent(socket)}`;
     return {
-      url: `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/${DATABASE}`,
+      url: `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/${DATABASE}${viaSocket}`,
       pid: server.pid,
       stop: () => (stopping ??= stopServer(server)),
     };
@@ -294,10 +301,19 @@ interface Server {
 
 class ServerExitedError extends Error {}
 
+/** A Unix socket's path must fit `sockaddr_un.sun_path` (108 bytes with the terminating NUL on Linux). */
+const MAX_SOCKET_PATH = 108;
+
+/** An element of a directory-list setting (unix_socket_directories): double-quoted, `"` doubled, as PostgreSQL reads it. */
+function quoteSetting(value: string): string {
+  return `"${value.replace(/"/g, '""')}"`;
+}
+
 async function spawnServer(
   postgres: string,
   pgDir: string,
   port: number,
+  socketDir: string | undefined,
   logFile: string,
   owner: Owner | undefined,
 ): Promise<Server> {
@@ -307,7 +323,10 @@ async function spawnServer(
   try {
     const child = spawn(
       postgres,
-      ['-D', pgDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
+      [
+        ...['-D', pgDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1'],
+        ...['-c', `unix_socket_directories=${socketDir === undefined ? '' : quoteSetting(socketDir)}`],
+      ],
       // cwd: the caller's may be closed to the postgres user (e.g. under /root).
       { cwd: pgDir, detached: true, stdio: ['ignore', out.fd, out.fd], env: serverEnv(), ...(owner ?? {}) },
     );

@@ -36,6 +36,11 @@ interface Pending {
 export interface GroupCommitOptions {
   maxBatch: number;
   maxDelayMs: number;
+  /**
+   * How many transactions may be in flight at once (≥ 1). Writes that share an ordering key, and writes without
+   * keys, are never in two of them at the same time (see `WriteOp.keys`).
+   */
+  concurrency: number;
   onCommit?: (writes: number, seconds: number) => void;
 }
 
@@ -48,14 +53,20 @@ const INSERT_JOURNAL = {
 };
 
 /**
- * Group commit: writes from many concurrent invocations are gathered while the previous transaction commits and then
- * committed together in one transaction. Exactly one transaction is in flight, so commit order equals submission
- * order, which keeps each invocation's journal appends and acks in order. A write's promise settles only after
- * COMMIT returned: nothing is acknowledged before it is durable.
+ * Group commit: writes from many concurrent invocations are gathered and committed together in one transaction, up
+ * to `concurrency` transactions at a time, each on its own connection. Order is kept where it matters: a write goes
+ * into a transaction only when every earlier write that shares one of its ordering keys (`WriteOp.keys`) has
+ * committed or goes into the same transaction, and a write without keys only when nothing else is in flight and
+ * nothing earlier waits (a barrier). So each invocation's journal appends and acks stay in submission order, and a
+ * transaction that fails cannot have a later write of the same key committed before it. A write's promise settles
+ * only after COMMIT returned: nothing is acknowledged before it is durable.
  */
 export class GroupCommitter {
   private queue: Pending[] = [];
-  private flushing = false;
+  private inFlight = 0;
+  private barrierInFlight = false;
+  /** Ordering keys of the writes in the transactions in flight. */
+  private readonly busy = new Set<string>();
   private scheduled = false;
   private closed = false;
 
@@ -76,30 +87,83 @@ export class GroupCommitter {
   /** Waits for queued writes to commit; later submissions are refused. */
   async close(): Promise<void> {
     this.closed = true;
-    while (this.flushing || this.queue.length > 0) {
+    while (this.inFlight > 0 || this.queue.length > 0) {
       await new Promise((r) => setTimeout(r, 5));
       this.schedule();
     }
   }
 
   private schedule(): void {
-    if (this.flushing || this.scheduled || this.queue.length === 0) return;
+    if (this.scheduled || this.queue.length === 0) return;
+    if (this.barrierInFlight || this.inFlight >= Math.max(1, this.options.concurrency)) return;
     this.scheduled = true;
-    // The first write of an idle period waits at most maxDelayMs for company; under load batches form naturally
-    // while the previous transaction commits.
     const run = (): void => {
       this.scheduled = false;
-      void this.flush();
+      this.flush();
     };
-    if (this.options.maxDelayMs > 0 && this.queue.length < this.options.maxBatch)
+    // The first write of an idle period waits at most maxDelayMs for company; under load batches form naturally
+    // while the transactions in flight commit.
+    if (this.inFlight === 0 && this.options.maxDelayMs > 0 && this.queue.length < this.options.maxBatch)
       setTimeout(run, this.options.maxDelayMs);
     else setImmediate(run);
   }
 
-  private async flush(): Promise<void> {
-    if (this.flushing || this.queue.length === 0) return;
-    this.flushing = true;
-    const batch = this.queue.splice(0, this.options.maxBatch);
+  /** Starts a transaction with the writes that may go now (in submission order), if there are any. */
+  private flush(): void {
+    if (this.barrierInFlight || this.inFlight >= Math.max(1, this.options.concurrency)) return;
+    const batch: Pending[] = [];
+    const rest: Pending[] = [];
+    /** Keys of writes left in the queue by this pass: nothing later with one of them may go ahead of them. */
+    const held = new Set<string>();
+    let barrier = false;
+    let stopped = false;
+    for (const p of this.queue) {
+      if (stopped || batch.length >= this.options.maxBatch) {
+        rest.push(p);
+        continue;
+      }
+      const keys = p.op.keys;
+      if (keys === undefined) {
+        // A barrier goes only when it is ordered after everything before it: nothing in flight, nothing held back.
+        if (this.inFlight > 0 || rest.length > 0) {
+          stopped = true;
+          rest.push(p);
+          continue;
+        }
+        barrier = true;
+        batch.push(p);
+        continue;
+      }
+      if (keys.some((k) => this.busy.has(k) || held.has(k))) {
+        for (const k of keys) held.add(k);
+        rest.push(p);
+        continue;
+      }
+      batch.push(p);
+    }
+    this.queue = rest;
+    if (batch.length === 0) return;
+    const keys: string[] = [];
+    for (const p of batch) {
+      for (const k of p.op.keys ?? []) {
+        if (this.busy.has(k)) continue;
+        this.busy.add(k);
+        keys.push(k);
+      }
+    }
+    this.inFlight += 1;
+    if (barrier) this.barrierInFlight = true;
+    void this.run(batch).finally(() => {
+      for (const k of keys) this.busy.delete(k);
+      this.inFlight -= 1;
+      if (barrier) this.barrierInFlight = false;
+      this.schedule();
+    });
+    // Writes this one left behind may go in a transaction of their own.
+    this.schedule();
+  }
+
+  private async run(batch: Pending[]): Promise<void> {
     try {
       await this.commit(batch.map((p) => p.op));
       for (const p of batch) p.resolve();
@@ -118,9 +182,6 @@ export class GroupCommitter {
       } else {
         for (const p of batch) p.reject(err);
       }
-    } finally {
-      this.flushing = false;
-      this.schedule();
     }
   }
 

@@ -17,6 +17,15 @@ export function releaseLock(service: string, key: string, invocationId: string):
   };
 }
 
+/** The holder completed and the next inboxed invocation takes the key: one UPDATE instead of DELETE + INSERT. */
+export function transferLock(service: string, key: string, from: string, to: string): Stmt {
+  return {
+    name: 'lock_transfer',
+    text: 'UPDATE ratchet.keyed_lock SET invocation_id = $4 WHERE service_name = $1 AND service_key = $2 AND invocation_id = $3',
+    values: [service, key, from, to],
+  };
+}
+
 export async function listLocks(db: pg.Pool): Promise<{ service: string; key: string; invocationId: string }[]> {
   const res = await db.query('SELECT service_name, service_key, invocation_id FROM ratchet.keyed_lock');
   return (res.rows as Record<string, string>[]).map((r) => ({
