@@ -165,7 +165,8 @@ async function main(): Promise<number> {
     const startRuntime = async (name: RuntimeName): Promise<RuntimeUnderTest> => {
       let runtime: RuntimeUnderTest;
       try {
-        runtime = name === 'ratchet' ? await startRatchet() : await startRestate();
+        runtime =
+          name === 'ratchet' ? await startRatchet(settings.ratchetEnv, settings.cpuProfDir) : await startRestate();
       } catch (err) {
         throw new Error(`${name === 'ratchet' ? 'Ratchet' : 'restate-server'} did not start`, { cause: err });
       }
@@ -235,6 +236,7 @@ async function main(): Promise<number> {
         warmupS: settings.warmupS,
         concurrencies: settings.concurrencies,
         workloads: settings.workloads,
+        ratchetEnv: settings.ratchetEnv,
         objectKeys: OBJECT_KEYS,
         protocolVersion: PROTOCOL_VERSION,
         loadGenerator: 'autocannon 9 (HTTP/1.1 keep-alive, one request in flight per connection), own process',

@@ -186,7 +186,10 @@ async function gitDescription(): Promise<Record<string, unknown>> {
  * data directory with PostgreSQL's durable defaults (fsync on, synchronous commit), results and journals retained as
  * by default. Own process group, so a Ctrl-C on the harness reaches only the harness, which stops Ratchet in order.
  */
-export async function startRatchet(): Promise<RuntimeUnderTest> {
+export async function startRatchet(
+  extraEnv: Readonly<Record<string, string>> = {},
+  cpuProfDir?: string,
+): Promise<RuntimeUnderTest> {
   const dataDir = await mkdtemp('/tmp/ratchet-bench-');
   // As root, the embedded PostgreSQL runs as the `postgres` user, which must be able to reach the directory.
   await chmod(dataDir, 0o755);
@@ -198,7 +201,8 @@ export async function startRatchet(): Promise<RuntimeUnderTest> {
     metrics: await freePort(),
   };
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('RATCHET_')));
-  const child = spawn(process.execPath, ['--import', 'tsx', 'runtime/src/main.ts'], {
+  const profile = cpuProfDir === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', cpuProfDir];
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', 'runtime/src/main.ts'], {
     cwd: REPO_ROOT,
     env: {
       ...inherited,
@@ -210,6 +214,7 @@ export async function startRatchet(): Promise<RuntimeUnderTest> {
       RATCHET_INTROSPECTION_BIND: bindAddr(ports.introspection),
       RATCHET_OBSERVABILITY_BIND: bindAddr(ports.observability),
       RATCHET_METRICS_BIND: bindAddr(ports.metrics),
+      ...extraEnv,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,

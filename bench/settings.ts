@@ -13,6 +13,10 @@ export interface Settings {
   readonly concurrencies: readonly number[];
   readonly workloads: readonly Workload[];
   readonly resultsDir: string;
+  /** Extra `RATCHET_*` environment for the Ratchet process (A/B experiments with its settings). */
+  readonly ratchetEnv: Readonly<Record<string, string>>;
+  /** Where Ratchet writes a V8 CPU profile of the whole run (`node --cpu-prof`), if anywhere. */
+  readonly cpuProfDir: string | undefined;
 }
 
 export const USAGE = `usage: npm run bench [-- options]
@@ -22,7 +26,9 @@ export const USAGE = `usage: npm run bench [-- options]
   --warmup S            seconds of warm-up per workload and runtime at c=16 before measuring (default 1)
   --concurrency LIST    comma-separated connection counts (default 1,16,128)
   --workloads LIST      comma-separated subset of ${WORKLOADS.join(',')}
-  --results-dir DIR     where the JSON results go (default bench/results)`;
+  --results-dir DIR     where the JSON results go (default bench/results)
+  --ratchet-env K=V     extra environment for Ratchet, e.g. RATCHET_GROUP_COMMIT_CONCURRENCY=1 (repeatable)
+  --cpu-prof DIR        Ratchet writes a V8 CPU profile of its whole run into DIR (node --cpu-prof)`;
 
 function positive(name: string, value: string | undefined, fallback: number): number {
   if (value === undefined) return fallback;
@@ -46,6 +52,8 @@ export function parseSettings(argv: readonly string[]): Settings {
         concurrency: { type: 'string' },
         workloads: { type: 'string' },
         'results-dir': { type: 'string' },
+        'ratchet-env': { type: 'string', multiple: true },
+        'cpu-prof': { type: 'string' },
         help: { type: 'boolean', default: false },
       },
       strict: true,
@@ -68,6 +76,13 @@ export function parseSettings(argv: readonly string[]): Settings {
   if (!Number.isInteger(rounds) || rounds < 1) throw new UsageError('--rounds must be an integer ≥ 1');
   const durationS = positive('duration', values.duration, quick ? 1.5 : 8);
   if (durationS <= 0) throw new UsageError('--duration must be > 0');
+  const ratchetEnv: Record<string, string> = {};
+  for (const kv of values['ratchet-env'] ?? []) {
+    const eq = kv.indexOf('=');
+    if (eq <= 0 || !kv.startsWith('RATCHET_'))
+      throw new UsageError(`--ratchet-env takes RATCHET_NAME=value, got ${kv}`);
+    ratchetEnv[kv.slice(0, eq)] = kv.slice(eq + 1);
+  }
   return {
     mode: quick ? 'quick' : 'full',
     rounds,
@@ -76,5 +91,7 @@ export function parseSettings(argv: readonly string[]): Settings {
     concurrencies,
     workloads,
     resultsDir: values['results-dir'] ?? join(REPO_ROOT, 'bench', 'results'),
+    ratchetEnv,
+    cpuProfDir: values['cpu-prof'],
   };
 }
