@@ -694,7 +694,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
       groupCommit: {
         maxDelayMs: read.duration('RATCHET_GROUP_COMMIT_MAX_DELAY', '0ms'),
         maxBatch: read.integer('RATCHET_GROUP_COMMIT_MAX_BATCH', 256, { min: 1, max: 65536 }),
-        concurrency: read.integer('RATCHET_GROUP_COMMIT_CONCURRENCY', 2, { min: 1, max: 64 }),
+        concurrency: read.integer('RATCHET_GROUP_COMMIT_CONCURRENCY', 3, { min: 1, max: 64 }),
       },
       cleanupIntervalMs: read.duration('RATCHET_CLEANUP_INTERVAL', '1m', { min: 10, max: MAX_SAFE_MS }),
     },

@@ -70,7 +70,7 @@ describe('loadConfig defaults', () => {
       },
       storage: {
         partitions: 64,
-        groupCommit: { maxDelayMs: 0, maxBatch: 256, concurrency: 2 },
+        groupCommit: { maxDelayMs: 0, maxBatch: 256, concurrency: 3 },
         cleanupIntervalMs: 60_000,
       },
       warnings: [],
@@ -131,7 +131,7 @@ on-max-attempts = "kill"
 [storage]
 partitions = 128
 group-commit-max-delay = "2ms"
-group-commit-concurrency = 3
+group-commit-concurrency = 4
 `);
 
   it('takes values from the config file', () => {
@@ -155,7 +155,7 @@ group-commit-concurrency = 3
     });
     expect(config.storage).toEqual({
       partitions: 128,
-      groupCommit: { maxDelayMs: 2, maxBatch: 256, concurrency: 3 },
+      groupCommit: { maxDelayMs: 2, maxBatch: 256, concurrency: 4 },
       cleanupIntervalMs: 60_000,
     });
   });
