@@ -168,9 +168,15 @@ export async function startRuntime(config: Config, databaseUrl: string, logger: 
     const renew = setInterval(() => {
       leases.renew().then(
         (lost) => {
-          if (lost.length > 0) logger.error({ lost }, 'lost partition leases; another process took them over');
+          if (lost.length === 0) return;
+          logger.error({ lost }, 'lost partition leases; another process took them over');
+          engine.partitionsLost();
         },
-        (err: unknown) => logger.warn({ err }, 'could not renew partition leases'),
+        (err: unknown) => {
+          // The leases may run out before the next renewal: what this process remembers may go stale.
+          engine.partitionsLost();
+          logger.warn({ err }, 'could not renew partition leases');
+        },
       );
     }, LEASE_TTL_MS / 3);
     renew.unref();

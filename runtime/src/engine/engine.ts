@@ -27,6 +27,7 @@ import {
 } from '../storage/pg/tables/invocations.ts';
 import { loadJournal } from '../storage/pg/tables/journal.ts';
 import { listLocks, releaseLock, takeLock, transferLock } from '../storage/pg/tables/locks.ts';
+import { StateCache, type StateChange, type StateEntry } from './state-cache.ts';
 import {
   awaitResult,
   deleteOutbox,
@@ -121,6 +122,8 @@ export class Engine {
   private mutationSeq = 0;
   private readonly timers: TimerQueue<TimerRow>;
   private attemptSeq = 0;
+  /** Committed state of virtual-object keys, so that an attempt starts without reading it (see StateCache). */
+  private readonly stateCache = new StateCache(STATE_CACHE_KEYS);
   private stopped = false;
   private readonly log: Logger;
 
@@ -402,6 +405,7 @@ export class Engine {
         // A state replacement whose turn came: applied in the same write, after the previous holder's changes.
         this.mutations.delete(nextId);
         op.stmts.push(this.applyMutation(mutation), deleteStateMutation(mutation.id));
+        this.dropCachedStateWith(op, lk);
         continue;
       }
       next = this.active.get(nextId);
@@ -438,6 +442,26 @@ export class Engine {
       updateInvocation(next.id, { status: 'invoked', inboxSeq: null, ...started }, now),
     );
     return next;
+  }
+
+  /** `op` replaces a key's state wholesale: the cached copy is dropped now and again once `op` settles. */
+  private dropCachedStateWith(op: WriteOp, lk: string): void {
+    this.stateCache.invalidate(lk);
+    const before = op.onCommitted;
+    op.onCommitted = () => {
+      before?.();
+      this.stateCache.invalidate(lk);
+    };
+    const beforeFailed = op.onFailed;
+    op.onFailed = () => {
+      beforeFailed?.();
+      this.stateCache.invalidate(lk);
+    };
+  }
+
+  /** Another process may own some of this process's partitions now: cached state of any key may be stale. */
+  partitionsLost(): void {
+    this.stateCache.clear();
   }
 
   private applyMutation(m: StateMutationRow): Stmt {
@@ -477,7 +501,9 @@ export class Engine {
       inboxSeq: 0n,
     };
     if (!this.locks.has(lk) && (this.inboxes.get(lk)?.length ?? 0) === 0) {
-      await this.submitStmts(partitionId, [this.applyMutation(m)]);
+      const op: WriteOp = { partitions: [partitionId], stmts: [this.applyMutation(m)], journal: [] };
+      this.dropCachedStateWith(op, lk);
+      await this.deps.committer.submit(op);
       return;
     }
     // Queued now, in memory, so that whatever is admitted after this call comes after it.
@@ -875,7 +901,7 @@ export class Engine {
       let stateMap: { key: Uint8Array; value: Uint8Array }[] = [];
       let partialState = true;
       if (ctx.serviceKey !== null && !lazy) {
-        stateMap = await loadState(this.deps.pool, ctx.serviceName, ctx.serviceKey);
+        stateMap = await this.eagerState(ctx);
         partialState = false;
         // Notifications may have been appended in memory while the state was read: they too must be durable before
         // they are part of Start (otherwise the SDK could act on an entry that a failed commit never stored).
@@ -976,6 +1002,27 @@ export class Engine {
       this.poison(ctx);
     } finally {
       ctx.starting = false;
+    }
+  }
+
+  /** A keyed invocation's whole state for its Start message: a virtual object's from the cache when it is there. */
+  private async eagerState(ctx: InvocationCtx): Promise<StateEntry[]> {
+    if (ctx.serviceTy !== 'VirtualObject') return loadState(this.deps.pool, ctx.serviceName, ctx.serviceKey!);
+    const lk = lockKey(ctx.serviceName, ctx.serviceKey!);
+    const cached = this.stateCache.get(lk);
+    if (cached !== undefined) {
+      this.deps.metrics.stateCacheReads.inc({ result: 'hit' });
+      return cached;
+    }
+    this.deps.metrics.stateCacheReads.inc({ result: 'miss' });
+    const read = this.stateCache.beginRead(lk);
+    try {
+      const state = await loadState(this.deps.pool, ctx.serviceName, ctx.serviceKey!);
+      this.stateCache.fill(read, state);
+      return state;
+    } catch (err) {
+      this.stateCache.abandon(read);
+      throw err;
     }
   }
 
@@ -1152,6 +1199,18 @@ export class Engine {
           stmts.push(setState(ctx.serviceName, ctx.serviceKey, ctx.partitionKey, cmd.key, cmd.value));
         else if (cmd.kind === 'clearState') stmts.push(clearState(ctx.serviceName, ctx.serviceKey, cmd.key));
         else stmts.push(clearAllState(ctx.serviceName, ctx.serviceKey));
+        if (ctx.serviceTy === 'VirtualObject') {
+          // The cached copy follows the commit (copies: the frame's buffer is not kept alive by the cache).
+          const lk = lockKey(ctx.serviceName, ctx.serviceKey);
+          const change: StateChange =
+            cmd.kind === 'setState'
+              ? { kind: 'set', key: Buffer.from(cmd.key), value: Buffer.from(cmd.value) }
+              : cmd.kind === 'clearState'
+                ? { kind: 'clear', key: Buffer.from(cmd.key) }
+                : { kind: 'clearAll' };
+          op.onCommitted = () => this.stateCache.apply(lk, change);
+          op.onFailed = () => this.stateCache.invalidate(lk);
+        }
         break;
       case 'getEagerState':
       case 'getEagerStateKeys':
@@ -2123,6 +2182,9 @@ function pendingCallees(journal: JournalEntry[]): string[] {
 
 /** The invocation an attach / get-output command names. */
 /** The ordering key (`WriteOp.keys`) of an invocation's writes: its partition key, which for keyed services is its key's. */
+/** Virtual-object keys whose state the engine keeps in memory at most (least recently used go first). */
+const STATE_CACHE_KEYS = 10_000;
+
 function orderKey(partitionKey: bigint): string {
   return partitionKey.toString();
 }

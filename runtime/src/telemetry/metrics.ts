@@ -24,6 +24,12 @@ export function createMetrics() {
       labelNames: ['code'] as const,
       registers: [registry],
     }),
+    stateCacheReads: new Counter({
+      name: 'ratchet_engine_state_cache_reads_total',
+      help: "Virtual-object state loaded for an attempt's start, by where it came from (hit: memory, miss: PostgreSQL).",
+      labelNames: ['result'] as const,
+      registers: [registry],
+    }),
     commitBatchSize: new Histogram({
       name: 'ratchet_storage_commit_batch_writes',
       help: 'Writes committed together in one group-commit transaction.',

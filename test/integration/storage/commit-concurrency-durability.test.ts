@@ -10,7 +10,8 @@ import { registerDeployment } from '../support/runtime.ts';
  * SIGKILLed while a few hundred virtual-object `add` calls over a handful of keys and plain service calls are in
  * flight. Every call carries an idempotency key and the client retries it until it gets an answer, as a real client
  * would. Exactly once means: per key the answers are exactly 1..n (no increment lost, none applied twice), the final
- * state is n, and every answer given before the kill is the answer the same idempotency key gets afterwards.
+ * state is n, and every answer given before the kill is the answer the same idempotency key gets afterwards. The
+ * adds start from the engine's in-memory copy of the key's state, so this checks that copy too.
  */
 
 const counter = restate.object({
@@ -152,5 +153,11 @@ describe('overlapping group commits across a SIGKILL', () => {
       expect(await res.json()).toBe(CALLS_PER_KEY);
     }
     calls.filter((c) => c.key === undefined).forEach((c) => expect(c.answers[0]).toBe(Number(c.body) * 2));
+
+    // The adds after the restart started from cached state (so this also checks the cache's correctness): the
+    // counter of attempts whose state came from memory moved.
+    const metrics = await (await fetch(`${current.metricsUrl}/metrics`)).text();
+    const hits = /^ratchet_engine_state_cache_reads_total\{result="hit"\} (\d+)/m.exec(metrics);
+    expect(Number(hits?.[1] ?? 0)).toBeGreaterThan(0);
   });
 });

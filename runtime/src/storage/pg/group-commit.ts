@@ -166,7 +166,7 @@ export class GroupCommitter {
   private async run(batch: Pending[]): Promise<void> {
     try {
       await this.commit(batch.map((p) => p.op));
-      for (const p of batch) p.resolve();
+      for (const p of batch) committed(p);
     } catch (err) {
       if (batch.length > 1 && !(err instanceof FencingError) && !(err instanceof CommitOutcomeUnknownError)) {
         // The transaction was rolled back: isolate the write that failed so that one bad write does not fail its
@@ -174,13 +174,13 @@ export class GroupCommitter {
         for (const p of batch) {
           try {
             await this.commit([p.op]);
-            p.resolve();
+            committed(p);
           } catch (e) {
-            p.reject(e);
+            failed(p, e);
           }
         }
       } else {
-        for (const p of batch) p.reject(err);
+        for (const p of batch) failed(p, err);
       }
     }
   }
@@ -269,6 +269,22 @@ export class GroupCommitter {
     } finally {
       client.release(broken);
     }
+  }
+}
+
+function committed(p: Pending): void {
+  try {
+    p.op.onCommitted?.();
+  } finally {
+    p.resolve();
+  }
+}
+
+function failed(p: Pending, err: unknown): void {
+  try {
+    p.op.onFailed?.();
+  } finally {
+    p.reject(err);
   }
 }
 
