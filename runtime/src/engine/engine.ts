@@ -1,9 +1,10 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { ErrorCode } from '../errors/codes.ts';
 import { InvocationId } from '../ids/invocation-id.ts';
 import { partitionKeyForKey, randomPartitionKey } from '../ids/partition-key.ts';
 import { parseAwakeableId } from '../ids/awakeable-id.ts';
+import { randomU64 } from '../ids/ulid.ts';
 import { Attempt } from '../invoker/attempt.ts';
 import { decideRetry, effectiveRetryPolicy, type RetryDecision, type RetryPolicy } from '../invoker/retry-policy.ts';
 import { REQUESTED_ACK_FLAG, encodeFrame, type Frame } from '../protocol/framing.ts';
@@ -253,7 +254,7 @@ export class Engine {
         invokedBy: req.invokedBy,
         invokedById: caller?.id ?? null,
         invokedByTarget: caller?.target ?? null,
-        randomSeed: randomBytes(8).readBigUInt64BE(),
+        randomSeed: randomU64(),
         journalLength: 1,
         inboxSeq: false,
         createdAt: now,
@@ -792,7 +793,7 @@ export class Engine {
       invokedBy: 'restart_as_new',
       invokedById: null,
       invokedByTarget: null,
-      randomSeed: randomBytes(8).readBigUInt64BE(),
+      randomSeed: randomU64(),
       journalLength: 1 + entries.length,
       inboxSeq: false,
       createdAt: now,

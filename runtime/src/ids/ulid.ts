@@ -35,6 +35,17 @@ export function writeUlid(out: Uint8Array, off: number, nowMs: number = Date.now
   poolPos += RANDOM_BYTES;
 }
 
+/** 64 fresh random bits from the same pool (an invocation's random seed): no crypto call per invocation. */
+export function randomU64(): bigint {
+  if (poolPos + 8 > pool.length) {
+    randomFillSync(pool);
+    poolPos = 0;
+  }
+  const value = pool.readBigUInt64BE(poolPos);
+  poolPos += 8;
+  return value;
+}
+
 export function ulidTimestampMs(bytes: Uint8Array, off = 0): number {
   const hi = (bytes[off]! << 8) | bytes[off + 1]!;
   const lo = ((bytes[off + 2]! << 24) | (bytes[off + 3]! << 16) | (bytes[off + 4]! << 8) | bytes[off + 5]!) >>> 0;
