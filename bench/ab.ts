@@ -1,0 +1,112 @@
+import { parseArgs } from 'node:util';
+import { forkModule, LoadGenerator, startServiceHost } from './children.ts';
+import { startRatchet, type RuntimeUnderTest } from './runtimes.ts';
+import { WORKLOADS, type Workload } from './workloads.ts';
+
+/**
+ * `npm run bench:ab`: two Ratchet processes with different settings side by side (no restate-server), the same
+ * workload driven against each in turn (A B, B A, …) so that machine noise hits both alike. For deciding between two
+ * values of a setting; `npm run bench` remains the measurement against restate-server.
+ */
+
+const USAGE = `usage: npm run bench:ab -- --a 'RATCHET_X=1 RATCHET_Y=2' --b 'RATCHET_X=2' [options]
+  --workload W        one of ${WORKLOADS.join(', ')} (default noop)
+  --concurrency N     connections (default 128)
+  --rounds N          runs per variant (default 4; the first warms up and is not averaged when there are more)
+  --duration S        seconds per run (default 6)`;
+
+interface Variant {
+  readonly name: 'A' | 'B';
+  readonly env: Record<string, string>;
+}
+
+function envOf(text: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const kv of text.split(/\s+/).filter(Boolean)) {
+    const eq = kv.indexOf('=');
+    if (eq <= 0 || !kv.startsWith('RATCHET_')) throw new Error(`expected RATCHET_NAME=value, got ${kv}\n${USAGE}`);
+    env[kv.slice(0, eq)] = kv.slice(eq + 1);
+  }
+  return env;
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      a: { type: 'string', default: '' },
+      b: { type: 'string', default: '' },
+      workload: { type: 'string', default: 'noop' },
+      concurrency: { type: 'string', default: '128' },
+      rounds: { type: 'string', default: '4' },
+      duration: { type: 'string', default: '6' },
+      help: { type: 'boolean', default: false },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  if (!(WORKLOADS as readonly string[]).includes(values.workload)) throw new Error(`unknown workload\n${USAGE}`);
+  const workload = values.workload as Workload;
+  const connections = Number(values.concurrency);
+  const rounds = Number(values.rounds);
+  const durationS = Number(values.duration);
+  const variants: Variant[] = [
+    { name: 'A', env: envOf(values.a) },
+    { name: 'B', env: envOf(values.b) },
+  ];
+
+  const load = new LoadGenerator(await forkModule('load-generator.ts', 'load generator'));
+  const stack: { variant: Variant; runtime: RuntimeUnderTest; stop: () => Promise<void> }[] = [];
+  try {
+    for (const variant of variants) {
+      const runtime = await startRatchet(variant.env);
+      const host = await startServiceHost('ratchet');
+      stack.push({ variant, runtime, stop: () => host.forked.stop() });
+      const res = await fetch(`${runtime.adminUrl}/deployments`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ uri: host.url }),
+      });
+      if (res.status !== 201 && res.status !== 200) throw new Error(`registration: ${res.status} ${await res.text()}`);
+    }
+    const rows: Record<'A' | 'B', { rps: number; p50: number; cpu: number }[]> = { A: [], B: [] };
+    for (let round = 0; round < rounds; round++) {
+      for (const { variant, runtime } of round % 2 === 0 ? stack : [...stack].reverse()) {
+        const before = await runtime.cpu();
+        const stats = await load.run({ url: runtime.ingressUrl, workload, connections, durationS });
+        const after = await runtime.cpu();
+        const cpu = ((after.runtime - before.runtime + after.postgres - before.postgres) / stats.ok) * 1000;
+        rows[variant.name].push({ rps: stats.rps, p50: stats.latencyMs.p50, cpu });
+        process.stdout.write(
+          `${variant.name} round ${round}: ${stats.rps.toFixed(0)} req/s, p50 ${stats.latencyMs.p50.toFixed(2)} ms, ` +
+            `${cpu.toFixed(3)} ms CPU/inv (Ratchet + PostgreSQL), failed ${stats.non2xx + stats.errors + stats.timeouts}\n`,
+        );
+      }
+    }
+    const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
+    for (const v of variants) {
+      const measured = rows[v.name].length > 1 ? rows[v.name].slice(1) : rows[v.name];
+      process.stdout.write(
+        `${v.name} (${Object.entries(v.env)
+          .map(([k, x]) => `${k}=${x}`)
+          .join(' ')}): ${mean(measured.map((r) => r.rps)).toFixed(0)} req/s, ` +
+          `p50 ${mean(measured.map((r) => r.p50)).toFixed(2)} ms, ${mean(measured.map((r) => r.cpu)).toFixed(3)} ms CPU/inv\n`,
+      );
+    }
+  } finally {
+    for (const s of stack) {
+      await s.runtime.stop();
+      await s.stop();
+    }
+    await load.forked.stop();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  },
+);
