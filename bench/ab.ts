@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { forkModule, LoadGenerator, startServiceHost } from './children.ts';
-import { startRatchet, type RuntimeUnderTest } from './runtimes.ts';
+import { register, startRatchet, type RuntimeUnderTest } from './runtimes.ts';
+import { parseRatchetEnv } from './settings.ts';
 import { WORKLOADS, type Workload } from './workloads.ts';
 
 /**
@@ -18,16 +19,6 @@ const USAGE = `usage: npm run bench:ab -- --a 'RATCHET_X=1 RATCHET_Y=2' --b 'RAT
 interface Variant {
   readonly name: 'A' | 'B';
   readonly env: Record<string, string>;
-}
-
-function envOf(text: string): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const kv of text.split(/\s+/).filter(Boolean)) {
-    const eq = kv.indexOf('=');
-    if (eq <= 0 || !kv.startsWith('RATCHET_')) throw new Error(`expected RATCHET_NAME=value, got ${kv}\n${USAGE}`);
-    env[kv.slice(0, eq)] = kv.slice(eq + 1);
-  }
-  return env;
 }
 
 async function main(): Promise<void> {
@@ -52,8 +43,8 @@ async function main(): Promise<void> {
   const rounds = Number(values.rounds);
   const durationS = Number(values.duration);
   const variants: Variant[] = [
-    { name: 'A', env: envOf(values.a) },
-    { name: 'B', env: envOf(values.b) },
+    { name: 'A', env: parseRatchetEnv(values.a.split(/\s+/).filter(Boolean), '--a') },
+    { name: 'B', env: parseRatchetEnv(values.b.split(/\s+/).filter(Boolean), '--b') },
   ];
 
   const load = new LoadGenerator(await forkModule('load-generator.ts', 'load generator'));
@@ -63,12 +54,7 @@ async function main(): Promise<void> {
       const runtime = await startRatchet(variant.env);
       const host = await startServiceHost('ratchet');
       stack.push({ variant, runtime, stop: () => host.forked.stop() });
-      const res = await fetch(`${runtime.adminUrl}/deployments`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ uri: host.url }),
-      });
-      if (res.status !== 201 && res.status !== 200) throw new Error(`registration: ${res.status} ${await res.text()}`);
+      await register(runtime, host.url);
     }
     const rows: Record<'A' | 'B', { rps: number; p50: number; cpu: number }[]> = { A: [], B: [] };
     for (let round = 0; round < rounds; round++) {

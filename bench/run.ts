@@ -7,7 +7,14 @@ import { LoadGenerator, forkModule, startServiceHost } from './children.ts';
 import { Abort, describe, log, settleAll, sleep } from './control.ts';
 import { measure, type Stack } from './measure.ts';
 import { formatReport, ratios, summarize, targets } from './report.ts';
-import { PROTOCOL_VERSION, startRatchet, startRestate, type RuntimeName, type RuntimeUnderTest } from './runtimes.ts';
+import {
+  PROTOCOL_VERSION,
+  register,
+  startRatchet,
+  startRestate,
+  type RuntimeName,
+  type RuntimeUnderTest,
+} from './runtimes.ts';
 import { USAGE, UsageError, parseSettings, type Settings } from './settings.ts';
 import { OBJECT_KEYS, isExpectedResponse, workloadRequest, type Workload } from './workloads.ts';
 
@@ -16,19 +23,6 @@ import { OBJECT_KEYS, isExpectedResponse, workloadRequest, type Workload } from 
  * interleaved run by run so that noise on this shared machine hits both alike. `npm run bench -- --quick` is the CI
  * check that the harness works (no speed assertions). See bench/README.md.
  */
-
-async function register(runtime: RuntimeUnderTest, serviceUrl: string): Promise<void> {
-  const res = await fetch(`${runtime.adminUrl}/deployments`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ uri: serviceUrl }),
-    signal: AbortSignal.timeout(30_000),
-  });
-  const text = await res.text();
-  if (res.status !== 201 && res.status !== 200) {
-    throw new Error(`${runtime.name}: registering ${serviceUrl} answered ${res.status}: ${text}`);
-  }
-}
 
 /**
  * One call per workload with the expected answer, before any measurement: a runtime that answers wrongly (or not yet:

@@ -186,6 +186,20 @@ async function gitDescription(): Promise<Record<string, unknown>> {
  * data directory with PostgreSQL's durable defaults (fsync on, synchronous commit), results and journals retained as
  * by default. Own process group, so a Ctrl-C on the harness reaches only the harness, which stops Ratchet in order.
  */
+/** Registers the SDK service at `serviceUrl` with the runtime (`POST /deployments`). */
+export async function register(runtime: RuntimeUnderTest, serviceUrl: string): Promise<void> {
+  const res = await fetch(`${runtime.adminUrl}/deployments`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ uri: serviceUrl }),
+    signal: AbortSignal.timeout(30_000),
+  });
+  const text = await res.text();
+  if (res.status !== 201 && res.status !== 200) {
+    throw new Error(`${runtime.name}: registering ${serviceUrl} answered ${res.status}: ${text}`);
+  }
+}
+
 export async function startRatchet(
   extraEnv: Readonly<Record<string, string>> = {},
   cpuProfDir?: string,

@@ -39,6 +39,17 @@ function positive(name: string, value: string | undefined, fallback: number): nu
 
 export class UsageError extends Error {}
 
+/** `RATCHET_NAME=value` items (of the option `option`) as an environment. */
+export function parseRatchetEnv(items: readonly string[], option: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const kv of items) {
+    const eq = kv.indexOf('=');
+    if (eq <= 0 || !kv.startsWith('RATCHET_')) throw new UsageError(`${option} takes RATCHET_NAME=value, got ${kv}`);
+    env[kv.slice(0, eq)] = kv.slice(eq + 1);
+  }
+  return env;
+}
+
 export function parseSettings(argv: readonly string[]): Settings {
   let values;
   try {
@@ -76,13 +87,7 @@ export function parseSettings(argv: readonly string[]): Settings {
   if (!Number.isInteger(rounds) || rounds < 1) throw new UsageError('--rounds must be an integer ≥ 1');
   const durationS = positive('duration', values.duration, quick ? 1.5 : 8);
   if (durationS <= 0) throw new UsageError('--duration must be > 0');
-  const ratchetEnv: Record<string, string> = {};
-  for (const kv of values['ratchet-env'] ?? []) {
-    const eq = kv.indexOf('=');
-    if (eq <= 0 || !kv.startsWith('RATCHET_'))
-      throw new UsageError(`--ratchet-env takes RATCHET_NAME=value, got ${kv}`);
-    ratchetEnv[kv.slice(0, eq)] = kv.slice(eq + 1);
-  }
+  const ratchetEnv = parseRatchetEnv(values['ratchet-env'] ?? [], '--ratchet-env');
   return {
     mode: quick ? 'quick' : 'full',
     rounds,

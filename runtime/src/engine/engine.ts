@@ -899,7 +899,7 @@ export class Engine {
       const service = this.deps.registry.service(ctx.serviceName);
       const handler = service?.schema.handlers.find((h) => h.name === ctx.handlerName);
       const lazy = handler?.enableLazyState ?? service?.schema.enableLazyState ?? false;
-      let stateMap: { key: Uint8Array; value: Uint8Array }[] = [];
+      let stateMap: StateEntry[] = [];
       let partialState = true;
       if (ctx.serviceKey !== null && !lazy) {
         stateMap = await this.eagerState(ctx);
@@ -1172,7 +1172,7 @@ export class Engine {
         promiseName: string;
       }
     > = {};
-    const op = newWriteOp(ctx.partitionId, [orderKey(ctx.partitionKey)]);
+    const op = ownWrite(ctx);
     const reject = (rtCode: ErrorCode, message: string): void => {
       attempt.abort();
       if (ctx.attempt === attempt) ctx.attempt = undefined;
@@ -1554,7 +1554,7 @@ export class Engine {
       return;
     }
     const now = new Date();
-    const op = newWriteOp(ctx.partitionId, [orderKey(ctx.partitionKey)]);
+    const op = ownWrite(ctx);
     const entry = this.appendEntry(
       ctx,
       op,
@@ -1730,7 +1730,7 @@ export class Engine {
     const now = new Date();
     // Its own rows, its waiters and its key's lock and inbox (the next holder has the same key): ordered by its
     // partition key. Extra statements may touch anything, so a completion with them is a barrier.
-    const op = newWriteOp(ctx.partitionId, extra.length === 0 ? [orderKey(ctx.partitionKey)] : undefined);
+    const op = extra.length === 0 ? ownWrite(ctx) : newWriteOp(ctx.partitionId);
     const delivered: OutboxRow[] = [];
     op.stmts.push(
       updateInvocation(
@@ -1803,7 +1803,7 @@ export class Engine {
       return;
     }
     // `extra` removes the outbox row or timer row that this notification delivers: rows of this invocation.
-    const op = newWriteOp(ctx.partitionId, [orderKey(ctx.partitionKey)]);
+    const op = ownWrite(ctx);
     const e = this.appendEntry(ctx, op, entry, new Date());
     op.stmts.push(...extra);
     let resume = false;
@@ -2004,7 +2004,7 @@ export class Engine {
   }
 
   private write(ctx: InvocationCtx, stmts: Stmt[], after?: () => void): void {
-    void this.commit(ctx, newWriteOpWith(ctx, stmts), after);
+    void this.commit(ctx, ownWrite(ctx, stmts), after);
   }
 
   /**
@@ -2181,20 +2181,20 @@ function pendingCallees(journal: JournalEntry[]): string[] {
   return callees;
 }
 
-/** The invocation an attach / get-output command names. */
-/** The ordering key (`WriteOp.keys`) of an invocation's writes: its partition key, which for keyed services is its key's. */
 /** Virtual-object keys whose state the engine keeps in memory at most (least recently used go first). */
 const STATE_CACHE_KEYS = 10_000;
 
+/** The ordering key (`WriteOp.keys`) of an invocation's writes: its partition key, which for keyed services is its key's. */
 function orderKey(partitionKey: bigint): string {
   return partitionKey.toString();
 }
 
 /** A write of `ctx`'s own rows (and its timers, and its key's lock and inbox): ordered by its partition key. */
-function newWriteOpWith(ctx: InvocationCtx, stmts: Stmt[]): WriteOp {
+function ownWrite(ctx: InvocationCtx, stmts: Stmt[] = []): WriteOp {
   return { partitions: [ctx.partitionId], stmts, journal: [], keys: [orderKey(ctx.partitionKey)] };
 }
 
+/** The invocation an attach / get-output command names. */
 function resolveTarget(t: InvocationTarget, keyed: (service: string) => boolean): InvocationId | undefined {
   switch (t.kind) {
     case 'invocationId':

@@ -35,8 +35,17 @@ export interface StateRead {
   stale: boolean;
 }
 
+/** One key's cached state: its entries by key bytes (latin1) and their total size. */
+interface Cached {
+  readonly entries: Map<string, StateEntry>;
+  bytes: number;
+}
+
+const sizeOf = (e: StateEntry): number => e.key.byteLength + e.value.byteLength;
+const keyOf = (key: Uint8Array): string => Buffer.from(key.buffer, key.byteOffset, key.byteLength).toString('latin1');
+
 export class StateCache {
-  private readonly entries = new Map<string, Map<string, StateEntry>>();
+  private readonly entries = new Map<string, Cached>();
   private readonly reads = new Map<string, Set<StateRead>>();
 
   constructor(private readonly maxKeys: number) {}
@@ -48,7 +57,7 @@ export class StateCache {
     // Most recently used last.
     this.entries.delete(lk);
     this.entries.set(lk, cached);
-    return [...cached.values()].sort((a, b) => Buffer.compare(a.key, b.key));
+    return [...cached.entries.values()].sort((a, b) => Buffer.compare(a.key, b.key));
   }
 
   beginRead(lk: string): StateRead {
@@ -64,12 +73,12 @@ export class StateCache {
     this.abandon(read);
     if (read.stale || this.maxKeys <= 0) return;
     let bytes = 0;
-    for (const e of state) bytes += e.key.byteLength + e.value.byteLength;
+    for (const e of state) bytes += sizeOf(e);
     if (bytes > MAX_CACHED_BYTES) return;
-    const map = new Map<string, StateEntry>();
-    for (const e of state) map.set(Buffer.from(e.key).toString('latin1'), e);
+    const entries = new Map<string, StateEntry>();
+    for (const e of state) entries.set(keyOf(e.key), e);
     this.entries.delete(read.lk);
-    this.entries.set(read.lk, map);
+    this.entries.set(read.lk, { entries, bytes });
     while (this.entries.size > this.maxKeys) this.entries.delete(this.entries.keys().next().value!);
   }
 
@@ -86,14 +95,22 @@ export class StateCache {
     this.changed(lk);
     const cached = this.entries.get(lk);
     if (cached === undefined) return;
-    if (change.kind === 'clearAll') cached.clear();
-    else if (change.kind === 'clear') cached.delete(Buffer.from(change.key).toString('latin1'));
-    else {
-      cached.set(Buffer.from(change.key).toString('latin1'), { key: change.key, value: change.value });
-      let bytes = 0;
-      for (const e of cached.values()) bytes += e.key.byteLength + e.value.byteLength;
-      if (bytes > MAX_CACHED_BYTES) this.entries.delete(lk);
+    if (change.kind === 'clearAll') {
+      cached.entries.clear();
+      cached.bytes = 0;
+      return;
     }
+    const k = keyOf(change.key);
+    const old = cached.entries.get(k);
+    if (old !== undefined) cached.bytes -= sizeOf(old);
+    if (change.kind === 'clear') {
+      cached.entries.delete(k);
+      return;
+    }
+    const entry: StateEntry = { key: change.key, value: change.value };
+    cached.entries.set(k, entry);
+    cached.bytes += sizeOf(entry);
+    if (cached.bytes > MAX_CACHED_BYTES) this.entries.delete(lk);
   }
 
   /** The key's state is unknown now (a failed write, an admin replacement). */

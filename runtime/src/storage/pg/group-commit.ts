@@ -69,12 +69,15 @@ export class GroupCommitter {
   private readonly busy = new Set<string>();
   private scheduled = false;
   private closed = false;
+  private readonly concurrency: number;
 
   constructor(
     private readonly pool: pg.Pool,
     private readonly fencing: Fencing,
     private readonly options: GroupCommitOptions,
-  ) {}
+  ) {
+    this.concurrency = Math.max(1, options.concurrency);
+  }
 
   submit(op: WriteOp): Promise<void> {
     if (this.closed) return Promise.reject(new Error('storage is shutting down'));
@@ -95,7 +98,7 @@ export class GroupCommitter {
 
   private schedule(): void {
     if (this.scheduled || this.queue.length === 0) return;
-    if (this.barrierInFlight || this.inFlight >= Math.max(1, this.options.concurrency)) return;
+    if (this.barrierInFlight || this.inFlight >= this.concurrency) return;
     this.scheduled = true;
     const run = (): void => {
       this.scheduled = false;
@@ -110,7 +113,7 @@ export class GroupCommitter {
 
   /** Starts a transaction with the writes that may go now (in submission order), if there are any. */
   private flush(): void {
-    if (this.barrierInFlight || this.inFlight >= Math.max(1, this.options.concurrency)) return;
+    if (this.barrierInFlight || this.inFlight >= this.concurrency) return;
     const batch: Pending[] = [];
     const rest: Pending[] = [];
     /** Keys of writes left in the queue by this pass: nothing later with one of them may go ahead of them. */
