@@ -1,5 +1,6 @@
 import pg from 'pg';
 import type { JournalRow, Stmt, WriteOp } from '../api.ts';
+import { ParameterError, runPipeline } from './pipeline.ts';
 
 /** COMMIT itself failed (e.g. the connection dropped): the transaction may or may not have committed. */
 class CommitOutcomeUnknownError extends Error {
@@ -202,78 +203,55 @@ export class GroupCommitter {
     if (journal.length > 0) stmts.push(insertJournal(journal));
     const client = await this.pool.connect();
     let broken = false;
+    let last = false;
     try {
-      // The whole transaction (BEGIN, the lease guard, the statements in submission order, COMMIT) goes to
-      // PostgreSQL as one multi-statement message: one round trip per commit. Named statements are prepared once per
-      // connection (SQL PREPARE) and run as EXECUTE with their values as escaped literals, so PostgreSQL plans them
-      // once, as with the extended protocol; others have their values inlined. A statement that depends on an
-      // earlier result of this transaction (`when`) starts a new message, sent once the results before it are known.
-      let prepared = preparedOn.get(client);
-      if (prepared === undefined) preparedOn.set(client, (prepared = new Map<string, string>()));
-      let message: string[] = ['BEGIN'];
-      let slots: (Stmt | undefined)[] = [undefined];
-      let last = false;
+      // The whole transaction goes to PostgreSQL in one round trip (`runPipeline`: extended protocol, one Sync), as
+      // one implicit transaction that the Sync commits. A statement that depends on an earlier result of this
+      // transaction (`when`) needs that result first: then the transaction is an explicit BEGIN … COMMIT block sent
+      // in parts, each part once the results before it are known.
+      const parts = stmts.some((s) => s.when !== undefined);
+      let part: Stmt[] = parts ? [BEGIN] : [];
       const send = async (): Promise<void> => {
-        if (message.length === 0) return;
-        const res = (await client.query(message.join(';\n'))) as unknown as pg.QueryResult | pg.QueryResult[];
-        const results = Array.isArray(res) ? res : [res];
-        if (results.length !== slots.length) {
-          throw new Error(`expected ${slots.length} results from a statement run, got ${results.length}`);
-        }
-        slots.forEach((s, i) => s?.onResult?.(results[i]!.rows as Record<string, unknown>[]));
-        message = [];
-        slots = [];
+        const rows = await runPipeline(client, part);
+        part.forEach((s, i) => s.onResult?.(rows[i]!));
+        part = [];
       };
-      try {
-        for (const stmt of stmts) {
-          if (stmt.when !== undefined) {
-            await send();
-            if (!stmt.when()) continue;
-          }
-          const known = stmt.name === undefined ? undefined : prepared.get(stmt.name);
-          if (stmt.name !== undefined && known === undefined) {
-            // Recorded at once: a failed commit discards the connection (see below), so PREPARE runs once per
-            // connection. Its own result takes a slot.
-            prepared.set(stmt.name, stmt.text);
-            message.push(`PREPARE ${PREFIX}${stmt.name} AS ${stmt.text}`);
-            slots.push(undefined);
-          } else if (known !== undefined && known !== stmt.text) {
-            // EXECUTE would silently run the other text (the extended protocol's named statements refuse this too).
-            throw new Error(`statement name ${stmt.name} is used for two different statements`);
-          }
-          message.push(stmt.name === undefined ? inlineValues(client, stmt) : executeText(client, stmt));
-          slots.push(stmt);
+      for (const stmt of stmts) {
+        if (stmt.when !== undefined) {
+          await send();
+          if (!stmt.when()) continue;
         }
-        message.push('COMMIT');
-        slots.push(undefined);
-        last = true;
-        await send();
-        this.options.onCommit?.(ops.length, Number(process.hrtime.bigint() - started) / 1e9);
-      } catch (err) {
-        // An ERROR answer means the message stopped at the failing statement, COMMIT included: nothing committed.
-        // Anything else during the message that carries COMMIT (the connection failed, the server went away) leaves
-        // the outcome unknown.
-        if (!isStatementError(err)) {
-          broken = true;
-          if (last) throw new CommitOutcomeUnknownError(err);
-          throw err;
-        }
-        // The message may have stopped before or after a PREPARE it carried: the connection's prepared statements
-        // are unknown now, so it is not reused.
-        broken = true;
-        await client.query('ROLLBACK').catch(() => undefined);
-        if (isLeaseLost(err)) {
-          // Name the partitions that were lost (throws FencingError); were they all held again, still refuse.
-          await this.fencing.check(client, partitions);
-          throw new FencingError([...partitions]);
-        }
+        part.push(stmt);
+      }
+      if (parts) part.push(COMMIT);
+      last = true;
+      await send();
+      this.options.onCommit?.(ops.length, Number(process.hrtime.bigint() - started) / 1e9);
+    } catch (err) {
+      // An ERROR answer means the transaction stopped at the failing statement, its commit included: nothing
+      // committed (likewise for a value that could not be sent: nothing of that part was). Anything else during the
+      // part that commits (the connection failed, the server went away) leaves the outcome unknown.
+      broken = true;
+      if (!isStatementError(err) && !(err instanceof ParameterError)) {
+        if (last) throw new CommitOutcomeUnknownError(err);
         throw err;
       }
+      // (The connection's named statements are unknown now, so it is not reused; see runPipeline.)
+      await client.query('ROLLBACK').catch(() => undefined);
+      if (isLeaseLost(err)) {
+        // Name the partitions that were lost (throws FencingError); were they all held again, still refuse.
+        await this.fencing.check(client, partitions);
+        throw new FencingError([...partitions]);
+      }
+      throw err;
     } finally {
       client.release(broken);
     }
   }
 }
+
+const BEGIN: Stmt = { name: 'begin', text: 'BEGIN', values: [] };
+const COMMIT: Stmt = { name: 'commit', text: 'COMMIT', values: [] };
 
 function committed(p: Pending): void {
   try {
@@ -291,17 +269,6 @@ function failed(p: Pending, err: unknown): void {
   }
 }
 
-/** Statements prepared (SQL PREPARE) on each pooled connection by the committer: Stmt name → text. */
-const preparedOn = new WeakMap<pg.ClientBase, Map<string, string>>();
-
-/** SQL PREPARE shares its namespace with the extended protocol's named statements, which other queries use. */
-const PREFIX = 'gc_';
-
-function executeText(client: pg.ClientBase, stmt: Stmt): string {
-  if (stmt.values.length === 0) return `EXECUTE ${PREFIX}${stmt.name}`;
-  return `EXECUTE ${PREFIX}${stmt.name}(${stmt.values.map((v) => literal(client, v)).join(', ')})`;
-}
-
 /** What the lease guard's error message contains: see `Fencing.guard`. */
 export const LEASE_LOST = 'ratchet: partition lease lost';
 
@@ -311,36 +278,6 @@ function isStatementError(err: unknown): boolean {
 
 function isLeaseLost(err: unknown): boolean {
   return err instanceof pg.DatabaseError && err.code === '22P02' && err.message.includes(LEASE_LOST);
-}
-
-/**
- * The statement's text with `$n` replaced by the literal of its value: what the extended protocol would send as an
- * untyped text parameter, quoted and escaped (so it takes its type from the context, as a parameter does).
- */
-export function inlineValues(client: pg.ClientBase, stmt: Stmt): string {
-  return stmt.text.replace(/\$(\d+)/g, (_, n: string) => literal(client, stmt.values[Number(n) - 1]));
-}
-
-function literal(client: pg.ClientBase, value: unknown): string {
-  const text = textOf(value);
-  return text === null ? 'NULL' : client.escapeLiteral(text);
-}
-
-/** PostgreSQL's text input form of a parameter value (as node-postgres would send it), or null. */
-function textOf(value: unknown): string | null {
-  if (value === null || value === undefined) return null;
-  if (typeof value === 'string') return value;
-  if (typeof value === 'number' || typeof value === 'bigint' || typeof value === 'boolean') return String(value);
-  if (value instanceof Uint8Array) return `\\x${Buffer.from(value).toString('hex')}`;
-  if (value instanceof Date) return value.toISOString();
-  if (Array.isArray(value)) {
-    const items = value.map((v: unknown) => {
-      const t = textOf(v);
-      return t === null ? 'NULL' : `"${t.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
-    });
-    return `{${items.join(',')}}`;
-  }
-  return JSON.stringify(value);
 }
 
 function insertJournal(rows: JournalRow[]): Stmt {
