@@ -14,11 +14,15 @@ const USAGE = `usage: npm run bench:ab -- --a 'RATCHET_X=1 RATCHET_Y=2' --b 'RAT
   --workload W        one of ${WORKLOADS.join(', ')} (default noop)
   --concurrency N     connections (default 128)
   --rounds N          runs per variant (default 4; the first warms up and is not averaged when there are more)
-  --duration S        seconds per run (default 6)`;
+  --duration S        seconds per run (default 6)
+  --a-root DIR        run A from another checkout of Ratchet (e.g. a git worktree of another commit; default this one)
+  --b-root DIR        likewise for B`;
 
 interface Variant {
   readonly name: 'A' | 'B';
   readonly env: Record<string, string>;
+  /** The checkout Ratchet runs from (undefined: this one). */
+  readonly root: string | undefined;
 }
 
 async function main(): Promise<void> {
@@ -30,6 +34,8 @@ async function main(): Promise<void> {
       concurrency: { type: 'string', default: '128' },
       rounds: { type: 'string', default: '4' },
       duration: { type: 'string', default: '6' },
+      'a-root': { type: 'string' },
+      'b-root': { type: 'string' },
       help: { type: 'boolean', default: false },
     },
   });
@@ -43,15 +49,15 @@ async function main(): Promise<void> {
   const rounds = Number(values.rounds);
   const durationS = Number(values.duration);
   const variants: Variant[] = [
-    { name: 'A', env: parseRatchetEnv(values.a.split(/\s+/).filter(Boolean), '--a') },
-    { name: 'B', env: parseRatchetEnv(values.b.split(/\s+/).filter(Boolean), '--b') },
+    { name: 'A', env: parseRatchetEnv(values.a.split(/\s+/).filter(Boolean), '--a'), root: values['a-root'] },
+    { name: 'B', env: parseRatchetEnv(values.b.split(/\s+/).filter(Boolean), '--b'), root: values['b-root'] },
   ];
 
   const load = new LoadGenerator(await forkModule('load-generator.ts', 'load generator'));
   const stack: { variant: Variant; runtime: RuntimeUnderTest; stop: () => Promise<void> }[] = [];
   try {
     for (const variant of variants) {
-      const runtime = await startRatchet(variant.env);
+      const runtime = await startRatchet(variant.env, undefined, variant.root);
       const host = await startServiceHost('ratchet');
       stack.push({ variant, runtime, stop: () => host.forked.stop() });
       await register(runtime, host.url);
@@ -74,9 +80,10 @@ async function main(): Promise<void> {
     for (const v of variants) {
       const measured = rows[v.name].length > 1 ? rows[v.name].slice(1) : rows[v.name];
       process.stdout.write(
-        `${v.name} (${Object.entries(v.env)
-          .map(([k, x]) => `${k}=${x}`)
-          .join(' ')}): ${mean(measured.map((r) => r.rps)).toFixed(0)} req/s, ` +
+        `${v.name} (${[
+          ...(v.root === undefined ? [] : [v.root]),
+          ...Object.entries(v.env).map(([k, x]) => `${k}=${x}`),
+        ].join(' ')}): ${mean(measured.map((r) => r.rps)).toFixed(0)} req/s, ` +
           `p50 ${mean(measured.map((r) => r.p50)).toFixed(2)} ms, ${mean(measured.map((r) => r.cpu)).toFixed(3)} ms CPU/inv\n`,
       );
     }

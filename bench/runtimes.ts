@@ -203,6 +203,7 @@ export async function register(runtime: RuntimeUnderTest, serviceUrl: string): P
 export async function startRatchet(
   extraEnv: Readonly<Record<string, string>> = {},
   cpuProfDir?: string,
+  root: string = REPO_ROOT,
 ): Promise<RuntimeUnderTest> {
   const dataDir = await mkdtemp('/tmp/ratchet-bench-');
   // As root, the embedded PostgreSQL runs as the `postgres` user, which must be able to reach the directory.
@@ -217,7 +218,7 @@ export async function startRatchet(
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('RATCHET_')));
   const profile = cpuProfDir === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', cpuProfDir];
   const child = spawn(process.execPath, [...profile, '--import', 'tsx', 'runtime/src/main.ts'], {
-    cwd: REPO_ROOT,
+    cwd: root,
     env: {
       ...inherited,
       RATCHET_DATA_DIR: dataDir,

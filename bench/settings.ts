@@ -39,12 +39,16 @@ function positive(name: string, value: string | undefined, fallback: number): nu
 
 export class UsageError extends Error {}
 
-/** `RATCHET_NAME=value` items (of the option `option`) as an environment. */
+/**
+ * `RATCHET_NAME=value` items (of the option `option`) as an environment; `NODE_OPTIONS=…` too, for V8 flags
+ * (e.g. `NODE_OPTIONS=--max-semi-space-size=32`).
+ */
 export function parseRatchetEnv(items: readonly string[], option: string): Record<string, string> {
   const env: Record<string, string> = {};
   for (const kv of items) {
     const eq = kv.indexOf('=');
-    if (eq <= 0 || !kv.startsWith('RATCHET_')) throw new UsageError(`${option} takes RATCHET_NAME=value, got ${kv}`);
+    if (eq <= 0 || !(kv.startsWith('RATCHET_') || kv.startsWith('NODE_OPTIONS=')))
+      throw new UsageError(`${option} takes RATCHET_NAME=value or NODE_OPTIONS=value, got ${kv}`);
     env[kv.slice(0, eq)] = kv.slice(eq + 1);
   }
   return env;
