@@ -1,14 +1,10 @@
 import pg from 'pg';
+import { serialize } from 'pg-protocol';
 import type { Stmt } from '../api.ts';
 
-/** What a submitted query uses of node-postgres's connection (the interface pg-cursor relies on too). */
+/** What a submitted query uses of node-postgres's connection: its socket. */
 interface Connection {
-  readonly stream: { cork?: () => void; uncork?: () => void };
-  parse(query: { name: string; text: string }): void;
-  bind(config: { portal: string; statement: string; values: readonly (string | Buffer | null)[] }): void;
-  describe(msg: { type: 'P'; name: string }): void;
-  execute(config: { portal: string; rows: number }): void;
-  sync(): void;
+  readonly stream: { write(chunk: Buffer): boolean };
 }
 
 interface RowParser {
@@ -18,6 +14,9 @@ interface RowParser {
 
 /** Named statements parsed on each pooled connection: statement name → text. */
 const parsedOn = new WeakMap<pg.ClientBase, Map<string, string>>();
+
+const DESCRIBE_PORTAL = serialize.describe({ type: 'P', name: '' });
+const EXECUTE = serialize.execute({ portal: '', rows: 0 });
 
 /** Statement names live in the connection's namespace, which node-postgres's own named queries share. */
 const PREFIX = 'gc_';
@@ -85,28 +84,26 @@ class Pipeline {
         return new Error(`statement name ${stmt.name} is used for two different statements`);
       }
     }
-    connection.stream.cork?.();
-    try {
-      this.stmts.forEach((stmt, i) => {
-        let statement = '';
-        if (stmt.name !== undefined) {
-          statement = PREFIX + stmt.name;
-          if (!this.parsed.has(stmt.name)) {
-            // Recorded at once: a failed run discards the connection, so each name is parsed once per connection.
-            this.parsed.set(stmt.name, stmt.text);
-            connection.parse({ name: statement, text: stmt.text });
-          }
-        } else {
-          connection.parse({ name: '', text: stmt.text });
+    // One buffer, one write: the messages of a large transaction are many and small.
+    const messages: Buffer[] = [];
+    this.stmts.forEach((stmt, i) => {
+      let statement = '';
+      if (stmt.name !== undefined) {
+        statement = PREFIX + stmt.name;
+        if (!this.parsed.has(stmt.name)) {
+          // Recorded at once: a failed run discards the connection, so each name is parsed once per connection.
+          this.parsed.set(stmt.name, stmt.text);
+          messages.push(serialize.parse({ name: statement, text: stmt.text }));
         }
-        connection.bind({ portal: '', statement, values: this.values[i]! });
-        if (stmt.onResult !== undefined) connection.describe({ type: 'P', name: '' });
-        connection.execute({ portal: '', rows: 0 });
-      });
-      connection.sync();
-    } finally {
-      connection.stream.uncork?.();
-    }
+      } else {
+        messages.push(serialize.parse({ name: '', text: stmt.text }));
+      }
+      messages.push(serialize.bind({ portal: '', statement, values: this.values[i] as (string | Buffer | null)[] }));
+      if (stmt.onResult !== undefined) messages.push(DESCRIBE_PORTAL);
+      messages.push(EXECUTE);
+    });
+    messages.push(serialize.sync());
+    connection.stream.write(Buffer.concat(messages));
     return null;
   }
 
