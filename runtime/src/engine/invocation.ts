@@ -112,7 +112,15 @@ export class InvocationCtx implements NotificationIndex {
   append(entry: Omit<JournalEntry, 'index'>): JournalEntry {
     const journal = this.journal;
     if (journal === undefined) throw new Error(`journal of ${this.id} is not loaded`);
-    const e: JournalEntry = { ...entry, index: journal.length };
+    const e: JournalEntry = {
+      index: journal.length,
+      type: entry.type,
+      raw: entry.raw,
+      completionId: entry.completionId,
+      signalIdx: entry.signalIdx,
+      signalName: entry.signalName,
+      success: entry.success,
+    };
     journal.push(e);
     this.index(e);
     this.lastAppendAt = Date.now();

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stmt } from '../../../runtime/src/storage/api.ts';
-import { ParameterError, runPipeline } from '../../../runtime/src/storage/pg/pipeline.ts';
+import { ParameterError, runPipeline, timestamp } from '../../../runtime/src/storage/pg/pipeline.ts';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
 
 /**
@@ -127,5 +127,34 @@ describe('pipeline statement values', () => {
     await expect(runPipeline(client, [{ name: 'pipeline_ins', text: 'SELECT 1', values: [] }])).rejects.toThrow(
       /two different statements/,
     );
+  });
+});
+
+describe('timestamp', () => {
+  it('is toISOString for any date, across seconds, before 1970 and beyond year 9999', () => {
+    const base = Date.UTC(2026, 10, 22, 5, 59, 59, 990);
+    const times = [
+      base,
+      base + 5,
+      base + 9,
+      base + 10,
+      base + 99,
+      base + 100,
+      base + 1000,
+      base,
+      0,
+      -1,
+      -999,
+      -1000,
+      -1001,
+      Date.UTC(-1, 0, 1),
+      Date.UTC(10000, 0, 1, 0, 0, 0, 7),
+      Date.UTC(9999, 11, 31, 23, 59, 59, 999),
+    ];
+    for (const t of times) expect(timestamp(new Date(t))).toBe(new Date(t).toISOString());
+  });
+
+  it('throws for an invalid date, as toISOString does', () => {
+    expect(() => timestamp(new Date(Number.NaN))).toThrow(RangeError);
   });
 });

@@ -251,36 +251,36 @@ const UPDATE_COLUMNS: Record<keyof InvocationUpdate, string> = {
 };
 
 /** PostgreSQL truncates statement names at 63 bytes, so each column set gets a short numbered name. */
-const statementNames = new Map<string, string>();
+const statements = new Map<string, { name: string; text: string }>();
 
 /**
  * One UPDATE per change. Statement names are derived from the column set, so each shape is prepared once per
- * connection and reused.
+ * connection and reused; its text is built once per process.
  */
 export function updateInvocation(id: string, update: InvocationUpdate, now: Date): Stmt {
   const keys = (Object.keys(update) as (keyof InvocationUpdate)[]).filter((k) => update[k] !== undefined).sort();
-  const sets = keys.map((k, i) => {
-    const col = UPDATE_COLUMNS[k];
-    if (k === 'awaiting' || k === 'failureMetadata') return `${col} = $${i + 3}::jsonb`;
-    return `${col} = $${i + 3}`;
-  });
   const values: unknown[] = [id, now];
   for (const k of keys) {
     const v = update[k];
     values.push(k === 'awaiting' || k === 'failureMetadata' ? (v === null ? null : JSON.stringify(v)) : v);
   }
-  return {
-    name: statementName(keys.join(',')),
-    text: `UPDATE ratchet.invocation SET modified_at = $2${sets.length > 0 ? ', ' + sets.join(', ') : ''} WHERE id = $1`,
-    values,
-  };
+  return { ...statementFor(keys), values };
 }
 
-function statementName(columns: string): string {
-  let name = statementNames.get(columns);
-  if (name === undefined) {
-    name = `invocation_update_${statementNames.size}`;
-    statementNames.set(columns, name);
+function statementFor(keys: (keyof InvocationUpdate)[]): { name: string; text: string } {
+  const columns = keys.join(',');
+  let stmt = statements.get(columns);
+  if (stmt === undefined) {
+    const sets = keys.map((k, i) => {
+      const col = UPDATE_COLUMNS[k];
+      if (k === 'awaiting' || k === 'failureMetadata') return `${col} = $${i + 3}::jsonb`;
+      return `${col} = $${i + 3}`;
+    });
+    stmt = {
+      name: `invocation_update_${statements.size}`,
+      text: `UPDATE ratchet.invocation SET modified_at = $2${sets.length > 0 ? ', ' + sets.join(', ') : ''} WHERE id = $1`,
+    };
+    statements.set(columns, stmt);
   }
-  return name;
+  return stmt;
 }
