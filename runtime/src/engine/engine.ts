@@ -1795,10 +1795,14 @@ export class Engine {
     };
     return this.commit(ctx, op, () => {
       this.deps.metrics.invocationsCompleted.inc({ result: outcome.kind });
-      this.timers.removeWhere((t) => t.invocationId === ctx.id);
+      // (A scan of every scheduled timer: skipped when this invocation never had one.)
+      if (ctx.mayHaveTimers) this.timers.removeWhere((t) => t.invocationId === ctx.id);
       if (this.active.get(ctx.id) === ctx) this.active.delete(ctx.id);
       const set = this.waiters.get(ctx.id);
-      if (set !== undefined) for (const w of [...set]) w(done);
+      if (set !== undefined) {
+        if (set.size === 1) for (const w of set) w(done);
+        else for (const w of [...set]) w(done);
+      }
       for (const row of delivered) void this.deliver(row);
       if (next !== undefined) void this.startAttempt(next);
     });

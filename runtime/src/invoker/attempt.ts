@@ -134,7 +134,7 @@ export class Attempt {
     if (status === 200) {
       const ct = headers['content-type'];
       const contentType = Array.isArray(ct) ? ct[0] : ct;
-      if (contentType?.split(';')[0]?.trim() !== this.options.contentType) {
+      if (contentType !== this.options.contentType && contentType?.split(';')[0]?.trim() !== this.options.contentType) {
         this.statusError = {
           code: 'RT0012',
           message: `the deployment answered with content-type '${contentType ?? ''}', expected '${this.options.contentType}'`,

@@ -150,6 +150,9 @@ describe('timestamp', () => {
       Date.UTC(-1, 0, 1),
       Date.UTC(10000, 0, 1, 0, 0, 0, 7),
       Date.UTC(9999, 11, 31, 23, 59, 59, 999),
+      Date.UTC(2026, 10, 22, 23, 59, 59, 999),
+      Date.UTC(2026, 10, 23, 0, 0, 0, 0),
+      Date.UTC(2026, 10, 22, 12, 0, 0, 1),
     ];
     for (const t of times) expect(timestamp(new Date(t))).toBe(new Date(t).toISOString());
   });

@@ -240,24 +240,35 @@ function elementText(value: unknown): string | null {
   return JSON.stringify(value);
 }
 
-let cachedSecond = Number.NaN;
+const DAY_MS = 86_400_000;
+let cachedDay = Number.NaN;
 let cachedPrefix = '';
 
 /**
- * `date.toISOString()`, faster: most timestamps of a run fall in the same second, so its `YYYY-MM-DDTHH:MM:SS.` is
- * kept and only the milliseconds are formatted. (toISOString is among the costliest steps of sending a write.)
+ * `date.toISOString()`, faster (it is among the costliest steps of sending a write): the `YYYY-MM-DDT` of the last
+ * day seen is kept and only the time of day is formatted.
  */
 export function timestamp(date: Date): string {
   const ms = date.getTime();
-  const second = Math.floor(ms / 1000);
-  if (second !== cachedSecond) {
+  const day = Math.floor(ms / DAY_MS);
+  if (day !== cachedDay) {
     // Throws RangeError for an invalid date, as toISOString does.
     const iso = date.toISOString();
     // Years outside 0000-9999 have a longer form: not cached.
     if (iso.length !== 24) return iso;
-    cachedSecond = second;
-    cachedPrefix = iso.slice(0, 20);
+    cachedDay = day;
+    cachedPrefix = iso.slice(0, 11);
   }
-  const milli = ms - second * 1000;
-  return `${cachedPrefix}${milli < 10 ? '00' : milli < 100 ? '0' : ''}${milli}Z`;
+  let rest = ms - day * DAY_MS;
+  const h = Math.floor(rest / 3_600_000);
+  rest -= h * 3_600_000;
+  const m = Math.floor(rest / 60_000);
+  rest -= m * 60_000;
+  const s = Math.floor(rest / 1000);
+  const milli = rest - s * 1000;
+  return `${cachedPrefix}${two(h)}:${two(m)}:${two(s)}.${milli < 10 ? '00' : milli < 100 ? '0' : ''}${milli}Z`;
+}
+
+function two(n: number): string {
+  return n < 10 ? `0${n}` : `${n}`;
 }

@@ -137,6 +137,18 @@ export interface NewInvocation {
   attemptStartAt?: Date | null;
 }
 
+const INSERT_INVOCATION = `WITH ins AS (
+             INSERT INTO ratchet.invocation (id, partition_key, partition_id, service_name, service_key, handler_name,
+               service_ty, handler_ty, status, idempotency_key, invoked_by, invoked_by_id, invoked_by_target, random_seed,
+               journal_length, inbox_seq, created_at, modified_at, scheduled_start_at, completion_retention_ms,
+               journal_retention_ms, last_append_at, restarted_from, deployment_id, protocol_version,
+               last_attempt_deployment_id, last_start_at, running_at)
+             VALUES ($1, $2::bigint, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::bigint, $15,
+               CASE WHEN $16::boolean THEN nextval('ratchet.inbox_seq') END, $17, $17, $18, $19, $20, $17, $22, $23, $24,
+               CASE WHEN $25::timestamptz IS NOT NULL THEN $23 END, $25, $25)
+             ON CONFLICT (id) DO NOTHING RETURNING id)
+           INSERT INTO ratchet.journal (invocation_id, index, entry_type, raw, appended_at)
+           SELECT id, 0, ${INPUT_COMMAND}, $21, $17 FROM ins RETURNING 1 AS inserted`;
 /**
  * Inserts a new invocation together with its Input entry (journal index 0); `onInserted(false)` means one with that
  * id already existed (idempotent duplicate, workflow key), in which case nothing is written.
@@ -148,18 +160,7 @@ export function insertInvocation(
 ): Stmt {
   return {
     name: 'invocation_insert',
-    text: `WITH ins AS (
-             INSERT INTO ratchet.invocation (id, partition_key, partition_id, service_name, service_key, handler_name,
-               service_ty, handler_ty, status, idempotency_key, invoked_by, invoked_by_id, invoked_by_target, random_seed,
-               journal_length, inbox_seq, created_at, modified_at, scheduled_start_at, completion_retention_ms,
-               journal_retention_ms, last_append_at, restarted_from, deployment_id, protocol_version,
-               last_attempt_deployment_id, last_start_at, running_at)
-             VALUES ($1, $2::bigint, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::bigint, $15,
-               CASE WHEN $16::boolean THEN nextval('ratchet.inbox_seq') END, $17, $17, $18, $19, $20, $17, $22, $23, $24,
-               CASE WHEN $25::timestamptz IS NOT NULL THEN $23 END, $25, $25)
-             ON CONFLICT (id) DO NOTHING RETURNING id)
-           INSERT INTO ratchet.journal (invocation_id, index, entry_type, raw, appended_at)
-           SELECT id, 0, ${INPUT_COMMAND}, $21, $17 FROM ins RETURNING 1 AS inserted`,
+    text: INSERT_INVOCATION,
     values: [
       inv.id,
       u64ToI64(inv.partitionKey),
@@ -253,24 +254,30 @@ const UPDATE_COLUMNS: Record<keyof InvocationUpdate, string> = {
 /** PostgreSQL truncates statement names at 63 bytes, so each column set gets a short numbered name. */
 const statements = new Map<string, { name: string; text: string }>();
 
+const UPDATE_KEYS = (Object.keys(UPDATE_COLUMNS) as (keyof InvocationUpdate)[]).sort();
+
 /**
  * One UPDATE per change. Statement names are derived from the column set, so each shape is prepared once per
  * connection and reused; its text is built once per process.
  */
 export function updateInvocation(id: string, update: InvocationUpdate, now: Date): Stmt {
-  const keys = (Object.keys(update) as (keyof InvocationUpdate)[]).filter((k) => update[k] !== undefined).sort();
+  // The set columns in a fixed order (so each set maps to one statement), without sorting per call.
   const values: unknown[] = [id, now];
-  for (const k of keys) {
+  let columns = '';
+  for (const k of UPDATE_KEYS) {
     const v = update[k];
+    if (v === undefined) continue;
+    columns = columns === '' ? k : `${columns},${k}`;
     values.push(k === 'awaiting' || k === 'failureMetadata' ? (v === null ? null : JSON.stringify(v)) : v);
   }
-  return { ...statementFor(keys), values };
+  const { name, text } = statementFor(columns);
+  return { name, text, values };
 }
 
-function statementFor(keys: (keyof InvocationUpdate)[]): { name: string; text: string } {
-  const columns = keys.join(',');
+function statementFor(columns: string): { name: string; text: string } {
   let stmt = statements.get(columns);
   if (stmt === undefined) {
+    const keys = columns === '' ? [] : (columns.split(',') as (keyof InvocationUpdate)[]);
     const sets = keys.map((k, i) => {
       const col = UPDATE_COLUMNS[k];
       if (k === 'awaiting' || k === 'failureMetadata') return `${col} = $${i + 3}::jsonb`;

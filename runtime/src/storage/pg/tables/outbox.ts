@@ -44,11 +44,12 @@ export function toOutboxRow(r: Record<string, unknown>): OutboxRow {
   };
 }
 
+const INSERT_OUTBOX = `INSERT INTO ratchet.outbox (partition_id, target_invocation_id, entry_type, completion_id, signal_idx,
+             signal_name, source_invocation_id, raw) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${OUTBOX_COLUMNS}`;
 export function insertOutbox(row: Omit<OutboxRow, 'seq'>, onRow: (row: OutboxRow) => void): Stmt {
   return {
     name: 'outbox_insert',
-    text: `INSERT INTO ratchet.outbox (partition_id, target_invocation_id, entry_type, completion_id, signal_idx,
-             signal_name, source_invocation_id, raw) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${OUTBOX_COLUMNS}`,
+    text: INSERT_OUTBOX,
     values: [
       row.partitionId,
       row.targetInvocationId,
@@ -75,6 +76,13 @@ export async function listOutbox(db: pg.Pool, partitions: number[]): Promise<Out
   return (res.rows as Record<string, unknown>[]).map(toOutboxRow);
 }
 
+const AWAIT_RESULT = `WITH t AS (SELECT status FROM ratchet.invocation WHERE id = $1 FOR UPDATE),
+           w AS (INSERT INTO ratchet.completion_waiter (invocation_id, caller_id, caller_completion_id, entry_type)
+                 SELECT $1, $2, $3, $5 FROM t WHERE t.status <> 'completed' ON CONFLICT DO NOTHING)
+           INSERT INTO ratchet.outbox (partition_id, target_invocation_id, entry_type, completion_id, source_invocation_id)
+           SELECT $4, $2, $5, $3, $1 WHERE NOT EXISTS (SELECT 1 FROM t WHERE t.status <> 'completed')
+           RETURNING ${OUTBOX_COLUMNS}`;
+
 /**
  * Registers `caller` for the result of `invocationId`, or, when that invocation already completed (an idempotent
  * duplicate, an attach to a finished invocation) or does not exist, queues the answer for the caller at once. The
@@ -90,27 +98,23 @@ export function awaitResult(
 ): Stmt {
   return {
     name: 'await_result',
-    text: `WITH t AS (SELECT status FROM ratchet.invocation WHERE id = $1 FOR UPDATE),
-           w AS (INSERT INTO ratchet.completion_waiter (invocation_id, caller_id, caller_completion_id, entry_type)
-                 SELECT $1, $2, $3, $5 FROM t WHERE t.status <> 'completed' ON CONFLICT DO NOTHING)
-           INSERT INTO ratchet.outbox (partition_id, target_invocation_id, entry_type, completion_id, source_invocation_id)
-           SELECT $4, $2, $5, $3, $1 WHERE NOT EXISTS (SELECT 1 FROM t WHERE t.status <> 'completed')
-           RETURNING ${OUTBOX_COLUMNS}`,
+    text: AWAIT_RESULT,
     values: [invocationId, callerId, callerCompletionId, callerPartition, entryType],
     onResult: (rows) => rows.forEach((r) => onRow(toOutboxRow(r))),
   };
 }
 
-/** On completion: every waiter becomes an outbox row carrying this invocation's result, in the same transaction. */
-export function resultToWaiters(invocationId: string, onRow: (row: OutboxRow) => void): Stmt {
-  return {
-    name: 'result_to_waiters',
-    text: `WITH w AS (DELETE FROM ratchet.completion_waiter WHERE invocation_id = $1
+const RESULT_TO_WAITERS = `WITH w AS (DELETE FROM ratchet.completion_waiter WHERE invocation_id = $1
                      RETURNING caller_id, caller_completion_id, entry_type)
            INSERT INTO ratchet.outbox (partition_id, target_invocation_id, entry_type, completion_id, source_invocation_id)
            SELECT i.partition_id, w.caller_id, w.entry_type, w.caller_completion_id, $1
            FROM w JOIN ratchet.invocation i ON i.id = w.caller_id
-           RETURNING ${OUTBOX_COLUMNS}`,
+           RETURNING ${OUTBOX_COLUMNS}`;
+/** On completion: every waiter becomes an outbox row carrying this invocation's result, in the same transaction. */
+export function resultToWaiters(invocationId: string, onRow: (row: OutboxRow) => void): Stmt {
+  return {
+    name: 'result_to_waiters',
+    text: RESULT_TO_WAITERS,
     values: [invocationId],
     onResult: (rows) => rows.forEach((r) => onRow(toOutboxRow(r))),
   };

@@ -17,6 +17,8 @@ const PURGE_TAIL = `
          WHERE pw.service_name = wf.service_name AND pw.service_key = wf.service_key)
   SELECT id FROM d`;
 
+const PURGE_IF_EXPIRED = `WITH d AS (DELETE FROM ratchet.invocation WHERE id = $1 AND expires_at <= now()
+                     RETURNING id, service_name, service_key, service_ty, handler_ty),${PURGE_TAIL}`;
 /**
  * Runs before the insert of an invocation with a deterministic id (idempotency key, workflow key): a completed one
  * whose retention ended is gone for good, so the new request starts a new invocation instead of replaying it.
@@ -24,8 +26,7 @@ const PURGE_TAIL = `
 export function purgeIfExpired(id: string): Stmt {
   return {
     name: 'invocation_purge_if_expired',
-    text: `WITH d AS (DELETE FROM ratchet.invocation WHERE id = $1 AND expires_at <= now()
-                     RETURNING id, service_name, service_key, service_ty, handler_ty),${PURGE_TAIL}`,
+    text: PURGE_IF_EXPIRED,
     values: [id],
   };
 }
