@@ -8,8 +8,8 @@ import { createPool } from '../../../runtime/src/storage/pg/pool.ts';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
 
 /**
- * A commit goes to PostgreSQL as one message (BEGIN, lease guard, PREPARE/EXECUTE of named statements, COMMIT): a
- * write that fails must fail alone, statements that depend on earlier results must see them, and a failure must not
+ * A commit goes to PostgreSQL as one pipeline (lease guard and statements, one Sync; see pipeline.ts): a write that
+ * fails must fail alone, statements that depend on earlier results must see them, and a failure must not
  * leave a pooled connection whose prepared statements the committer no longer knows. Transactions overlap (two in
  * flight here) only for writes whose ordering keys are disjoint; a write without keys is a barrier.
  */
@@ -162,5 +162,36 @@ describe('group commit', () => {
     expect(results.map((r) => r.status)).toEqual(['rejected', 'fulfilled']);
     expect(order).toEqual([0, 1]);
     expect(await read('after-failure')).toBe('missing');
+  });
+
+  it('reports an unknown outcome, and retries nothing, when the connection dies during the commit', async () => {
+    // The backend running the commit is terminated while the transaction runs (its pg_sleep): the outcome of a
+    // commit whose connection failed is unknown in general, so neither write may be reported committed or retried
+    // alone (a retry could apply a write twice).
+    const killer = setInterval(() => {
+      void pool
+        .query(
+          `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+           WHERE pid <> pg_backend_pid() AND query LIKE '%pg_sleep(0.4)%' AND query NOT LIKE '%pg_stat_activity%'`,
+        )
+        .catch(() => undefined);
+    }, 50);
+    try {
+      const results = await Promise.allSettled([
+        committer.submit(op(put('unknown-a', 'a'), { text: 'SELECT pg_sleep(0.4)', values: [] })),
+        committer.submit(op(put('unknown-b', 'b'))),
+      ]);
+      expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+      for (const r of results) {
+        expect((r as PromiseRejectedResult).reason).toMatchObject({ name: 'CommitOutcomeUnknownError' });
+      }
+    } finally {
+      clearInterval(killer);
+    }
+    // Terminated before its commit, so here nothing of it is durable; and the committer goes on with a new connection.
+    expect(await read('unknown-a')).toBeUndefined();
+    expect(await read('unknown-b')).toBeUndefined();
+    await committer.submit(op(put('after-unknown', 'ok')));
+    expect(await read('after-unknown')).toBe('ok');
   });
 });
