@@ -166,6 +166,8 @@ export class Engine {
     }
     queued.sort((a, b) => (a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0));
     for (const q of queued) this.inbox(q.lk).push(q.entry);
+    // A key whose waiters have no lock holder (nothing would hand it over): the oldest takes it now.
+    for (const lk of [...this.inboxes.keys()]) this.resumeInbox(lk);
     for (const t of timers) this.timers.schedule(t, t.fireAt.getTime());
     for (const ctx of this.active.values()) {
       if (ctx.status === 'invoked' && !timed.has(ctx.id)) void this.startAttempt(ctx);
@@ -196,11 +198,18 @@ export class Engine {
     const { stmts, ctx } = this.admit(ctxRow, inputRaw, op, now, deterministic, (inserted) => (created = inserted));
     const runnable = ctxRow.status === 'invoked';
     op.stmts.push(...stmts);
-    await this.deps.committer.submit(op);
+    try {
+      await this.deps.committer.submit(op);
+    } catch (err) {
+      // Not stored (or not known to be): forget it here; a retry of the request finds the row if it exists.
+      this.undoAdmit(ctx);
+      throw err;
+    }
     if (!created) {
       this.undoAdmit(ctx);
       return { id: ctxRow.id, created: false, executionTime };
     }
+    this.admitConfirmed(ctx);
     this.deps.metrics.invocationsAccepted.inc({ invoked_by: req.invokedBy });
     this.afterAdmit(ctx, runnable);
     return { id: ctxRow.id, created: true, executionTime };
@@ -288,7 +297,9 @@ export class Engine {
     const onlyIfInserted = (stmt: Stmt): Stmt => ({ ...stmt, when: () => inserted });
     const exclusive = row.serviceKey !== null && (row.handlerTy === 'Exclusive' || row.handlerTy === 'Workflow');
     const lk = exclusive ? lockKey(row.serviceName, row.serviceKey!) : undefined;
-    if (row.status === 'invoked' && lk !== undefined && this.locks.has(lk)) {
+    // Busy: the lock is held, or others wait already (the lock can be free for a moment while the oldest waiter's
+    // own insert is still pending; see handOver).
+    if (row.status === 'invoked' && lk !== undefined && (this.locks.has(lk) || this.inboxes.has(lk))) {
       row.status = 'inboxed';
       row.inboxSeq = true;
     }
@@ -351,6 +362,10 @@ export class Engine {
     ctx.journal = [{ index: 0, type: MessageType.InputCommand, raw: inputRaw }];
     ctx.mayHaveTimers = row.status === 'scheduled';
     ctx.startRecorded = row.attemptStartAt != null;
+    // A random id (no idempotency key of the caller's, not a workflow run) cannot exist yet, so its insert always
+    // inserts; any other may turn out to be a duplicate.
+    const random = !deterministic && row.handlerTy !== 'Workflow' && row.restartedFrom == null;
+    ctx.insertPending = !random;
     if (row.status === 'scheduled') {
       stmts.push(
         onlyIfInserted(
@@ -378,10 +393,9 @@ export class Engine {
       this.inbox(lk!).push(row.id);
     } else if (lk !== undefined) {
       this.locks.set(lk, row.id);
-      // A random id (no idempotency key, not a workflow run) cannot exist yet, so its insert always inserts: no need
-      // to wait for the insert's result, which would split the commit's message into two round trips.
+      // A random id's insert always inserts: no need to wait for its result, which would split the transaction's
+      // pipeline into two round trips.
       const take = takeLock(row.serviceName, row.serviceKey!, row.id);
-      const random = row.idempotencyKey === null && row.handlerTy !== 'Workflow' && row.restartedFrom == null;
       stmts.push(random ? take : onlyIfInserted(take));
     }
     this.active.set(row.id, ctx);
@@ -390,6 +404,7 @@ export class Engine {
 
   /** The row existed already (a completed duplicate): forget what `admit` put in memory. */
   private undoAdmit(ctx: InvocationCtx): void {
+    ctx.insertPending = false;
     if (this.active.get(ctx.id) === ctx) this.active.delete(ctx.id);
     if (ctx.serviceKey === null) return;
     const lk = lockKey(ctx.serviceName, ctx.serviceKey);
@@ -399,15 +414,31 @@ export class Engine {
       if (i >= 0) q.splice(i, 1);
       if (q.length === 0) this.inboxes.delete(lk);
     }
-    if (this.locks.get(lk) === ctx.id) {
-      // Others may have queued behind the lock it seemed to take meanwhile.
-      this.locks.delete(lk);
-      const op = newWriteOp();
-      const next = this.handOver(lk, op, new Date());
-      if (next !== undefined) {
-        op.partitions.push(next.partitionId);
-        void this.commit(next, op, () => void this.startAttempt(next));
-      }
+    // Others may have queued behind the lock it seemed to take meanwhile, or behind it while it waited.
+    if (this.locks.get(lk) === ctx.id) this.locks.delete(lk);
+    this.resumeInbox(lk);
+  }
+
+  /** The insert of an invocation admitted with a possibly existing id inserted: an inboxed one may now get the lock. */
+  private admitConfirmed(ctx: InvocationCtx): void {
+    if (!ctx.insertPending) return;
+    ctx.insertPending = false;
+    if (ctx.status === 'inboxed') this.resumeInbox(lockKey(ctx.serviceName, ctx.serviceKey!));
+  }
+
+  /** The key's lock is free but invocations wait for it (a pending head held it back): the oldest takes it now. */
+  private resumeInbox(lk: string): void {
+    if (this.locks.has(lk) || !this.inboxes.has(lk)) return;
+    const op = newWriteOp();
+    const next = this.handOver(lk, op, new Date());
+    if (next !== undefined) {
+      op.partitions.push(next.partitionId);
+      void this.commit(next, op, () => void this.startAttempt(next));
+    } else if (op.stmts.length > 0) {
+      // Only queued state replacements were applied.
+      void this.deps.committer.submit(op).catch((err: unknown) => {
+        this.log.error({ err }, 'queued state replacement could not be applied');
+      });
     }
   }
 
@@ -420,6 +451,10 @@ export class Engine {
     const queue = this.inboxes.get(lk);
     let next: InvocationCtx | undefined;
     while (next === undefined && queue !== undefined && queue.length > 0) {
+      // The oldest waiter may be a duplicate of an invocation that exists already (its insert's outcome is not known
+      // yet): handing it the lock could mark a completed invocation running again. The lock stays free until its
+      // insert settles (admitConfirmed / undoAdmit hand it over then); later arrivals queue behind it.
+      if (this.active.get(queue[0]!)?.insertPending === true) break;
       const nextId = queue.shift()!;
       const mutation = this.mutations.get(nextId);
       if (mutation !== undefined) {
@@ -837,6 +872,7 @@ export class Engine {
       throw new PartitionUnavailableError(id);
     }
     this.deps.metrics.invocationsAccepted.inc({ invoked_by: 'restart_as_new' });
+    this.admitConfirmed(ctx);
     this.afterAdmit(ctx, runnable);
     return newId;
   }
@@ -1316,9 +1352,20 @@ export class Engine {
           : `${cmd.service}/${cmd.handler}`;
         after.push(() => {
           if (child === undefined) return;
-          if (childCreated) this.afterAdmit(child.ctx, childRunnable);
-          else this.undoAdmit(child.ctx);
+          if (childCreated) {
+            this.admitConfirmed(child.ctx);
+            this.afterAdmit(child.ctx, childRunnable);
+          } else this.undoAdmit(child.ctx);
         });
+        if (child !== undefined) {
+          // The caller's write failed: the callee was not stored either (the caller is reloaded and calls again).
+          const admitted = child.ctx;
+          const beforeFailed = op.onFailed;
+          op.onFailed = () => {
+            beforeFailed?.();
+            this.undoAdmit(admitted);
+          };
+        }
         // The entry itself goes first; the invocation-id notification follows it in the same transaction.
         const entry = this.appendEntry(ctx, op, { type: frame.type, raw: frame.payload }, now, journalExtra);
         ctx.fromSdk.add(entry.index);

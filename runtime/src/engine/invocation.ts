@@ -26,6 +26,11 @@ export class InvocationCtx implements NotificationIndex {
   pinUnsaved = false;
   /** The first attempt's start (and pin) was written with the invocation's insert: startAttempt writes none. */
   startRecorded = false;
+  /**
+   * Admitted with an id that may exist already (idempotency or workflow key) and the insert's outcome is not known
+   * yet: it may be a duplicate of an invocation that is running or completed, so it must not be handed its key's lock.
+   */
+  insertPending = false;
   /** Failed attempts so far (the row's retry_count). */
   retryCount: number;
   /**

@@ -1,4 +1,5 @@
 import * as restate from '@restatedev/restate-sdk';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
 import { startRuntimeProcess, type RuntimeProcess } from '../../support/runtime-process.ts';
@@ -115,6 +116,8 @@ describe('overlapping group commits across a SIGKILL', () => {
       current = await startRuntimeProcess({ databaseUrl: db.url, env, ports: current.ports });
       runtime = current;
     })();
+    // Should a call never be answered, say which and why before the test times out.
+    const watchdog = setTimeout(() => void explainStuck(db.url, calls, current), 45_000);
     await Promise.all(
       calls.map(async (c) => {
         for (;;) {
@@ -128,6 +131,7 @@ describe('overlapping group commits across a SIGKILL', () => {
         }
       }),
     );
+    clearTimeout(watchdog);
     await restarted;
     expect(killed).toBe(true);
     expect(answeredBeforeKill.size).toBeGreaterThanOrEqual(killWhen);
@@ -161,3 +165,28 @@ describe('overlapping group commits across a SIGKILL', () => {
     expect(Number(hits?.[1] ?? 0)).toBeGreaterThan(0);
   });
 });
+
+/** Prints the unanswered calls, the unfinished invocations in the database and the runtime's recent output. */
+async function explainStuck(url: string, calls: readonly Call[], runtime: RuntimeProcess): Promise<void> {
+  const open = calls.filter((c) => c.answers.length === 0).map((c) => c.idempotencyKey);
+  const client = new pg.Client({ connectionString: url });
+  let rows: unknown[] = [];
+  try {
+    await client.connect();
+    rows = (
+      await client.query(
+        `SELECT id, service_name, service_key, handler_name, status, idempotency_key, retry_count, inbox_seq,
+                last_failure, modified_at FROM ratchet.invocation WHERE status <> 'completed' ORDER BY created_at`,
+      )
+    ).rows;
+  } catch (err) {
+    rows = [String(err)];
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+  process.stderr.write(
+    `stuck: ${open.length} call(s) unanswered: ${open.join(', ')}\n` +
+      `unfinished invocations: ${JSON.stringify(rows, null, 1)}\n` +
+      `runtime output (tail):\n${runtime.output().slice(-20_000)}\n`,
+  );
+}

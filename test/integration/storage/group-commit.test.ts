@@ -172,7 +172,8 @@ describe('group commit', () => {
       void pool
         .query(
           `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-           WHERE pid <> pg_backend_pid() AND query LIKE '%pg_sleep(0.4)%' AND query NOT LIKE '%pg_stat_activity%'`,
+           WHERE pid <> pg_backend_pid() AND datname = current_database() AND state = 'active'
+             AND query LIKE '%pg_sleep(0.4)%' AND query NOT LIKE '%pg_stat_activity%'`,
         )
         .catch(() => undefined);
     }, 50);
