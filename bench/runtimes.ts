@@ -45,7 +45,8 @@ export interface RuntimeUnderTest {
   /** Version, settings and whatever else a reader of the results needs to reproduce them. */
   readonly description: Record<string, unknown>;
   cpu(): Promise<CpuReading>;
-  memory(): Promise<MemoryReading>;
+  /** The runtime's RSS, and its PostgreSQL's PSS when `withPostgres` (reading PSS walks every backend's page tables). */
+  memory(withPostgres: boolean): Promise<MemoryReading>;
   /** VmHWM of the runtime's process: its peak RSS since it started, bytes. */
   peakRss(): Promise<number>;
   /** The runtime's own counters that explain where time goes (Ratchet: group commit); empty for restate-server. */
@@ -294,10 +295,10 @@ export async function startRatchet(
         const [runtime, postgres] = await Promise.all([treeCpuSeconds(pid, [pgPid]), treeCpuSeconds(pgPid)]);
         return { runtime, postgres };
       },
-      async memory() {
+      async memory(withPostgres: boolean) {
         const [runtimeRss, postgresPss] = await Promise.all([
           rssBytes(pid),
-          treePids(pgPid).then((pids) => pssBytes(pids)),
+          withPostgres ? treePids(pgPid).then((pids) => pssBytes(pids)) : 0,
         ]);
         return { runtimeRss: runtimeRss ?? 0, postgresPss };
       },
