@@ -23,7 +23,7 @@ export const USAGE = `usage: npm run bench [-- options]
   --quick               one short round at c=1 and c=16: checks the harness, a few seconds of load
   --rounds N            rounds per workload, concurrency and runtime (default 2)
   --duration S          seconds per run (default 8)
-  --warmup S            seconds of warm-up per workload and runtime at c=16 before measuring (default 1)
+  --warmup S            seconds of warm-up per workload and runtime at c=16 before measuring (default 2)
   --concurrency LIST    comma-separated connection counts (default 1,16,128)
   --workloads LIST      comma-separated subset of ${WORKLOADS.join(',')}
   --results-dir DIR     where the JSON results go (default bench/results)
@@ -96,7 +96,7 @@ export function parseSettings(argv: readonly string[]): Settings {
     mode: quick ? 'quick' : 'full',
     rounds,
     durationS,
-    warmupS: positive('warmup', values.warmup, quick ? 0 : 1),
+    warmupS: positive('warmup', values.warmup, quick ? 0 : 2),
     concurrencies,
     workloads,
     resultsDir: values['results-dir'] ?? join(REPO_ROOT, 'bench', 'results'),
