@@ -209,7 +209,6 @@ export class Engine {
       this.undoAdmit(ctx);
       return { id: ctxRow.id, created: false, executionTime };
     }
-    this.admitConfirmed(ctx);
     this.deps.metrics.invocationsAccepted.inc({ invoked_by: req.invokedBy });
     this.afterAdmit(ctx, runnable);
     return { id: ctxRow.id, created: true, executionTime };
@@ -578,11 +577,13 @@ export class Engine {
   }
 
   /**
-   * Once the admitting write committed: arm its start timer, or start it if it was admitted runnable. One admitted
+   * Once the admitting write committed and inserted it: confirm the insert (an inboxed one may now be handed its key's
+   * lock), arm its start timer, or start it if it was admitted runnable. One admitted
    * into a key's inbox is never started here, even if it took the key's lock meanwhile: the holder's completion
    * (and its state writes) may not be durable yet, and that completion starts it once it is.
    */
   private afterAdmit(ctx: InvocationCtx, admittedRunnable: boolean): void {
+    this.admitConfirmed(ctx);
     if (ctx.pendingTimer !== undefined) {
       this.timers.schedule(ctx.pendingTimer, ctx.pendingTimer.fireAt.getTime());
       ctx.pendingTimer = undefined;
@@ -872,7 +873,6 @@ export class Engine {
       throw new PartitionUnavailableError(id);
     }
     this.deps.metrics.invocationsAccepted.inc({ invoked_by: 'restart_as_new' });
-    this.admitConfirmed(ctx);
     this.afterAdmit(ctx, runnable);
     return newId;
   }
@@ -1093,12 +1093,7 @@ export class Engine {
     }
   }
 
-  private pinDeployment(ctx: InvocationCtx):
-    | {
-        deployment: NonNullable<ReturnType<SchemaRegistry['deployment']>>;
-        protocolVersion: number;
-      }
-    | { failure: EngineFailure } {
+  private pinDeployment(ctx: InvocationCtx): PinChoice {
     const registry = this.deps.registry;
     if (ctx.deploymentId !== null && ctx.protocolVersion !== null) {
       const d = registry.deployment(ctx.deploymentId);
@@ -1123,12 +1118,7 @@ export class Engine {
   }
 
   /** The deployment and protocol version a new attempt of the service pins: its latest deployment's. */
-  private choosePin(serviceName: string):
-    | {
-        deployment: NonNullable<ReturnType<SchemaRegistry['deployment']>>;
-        protocolVersion: number;
-      }
-    | { failure: EngineFailure } {
+  private choosePin(serviceName: string): PinChoice {
     const registry = this.deps.registry;
     const service = registry.service(serviceName);
     const d = service === undefined ? undefined : registry.deployment(service.deploymentId);
@@ -1352,10 +1342,8 @@ export class Engine {
           : `${cmd.service}/${cmd.handler}`;
         after.push(() => {
           if (child === undefined) return;
-          if (childCreated) {
-            this.admitConfirmed(child.ctx);
-            this.afterAdmit(child.ctx, childRunnable);
-          } else this.undoAdmit(child.ctx);
+          if (childCreated) this.afterAdmit(child.ctx, childRunnable);
+          else this.undoAdmit(child.ctx);
         });
         if (child !== undefined) {
           // The caller's write failed: the callee was not stored either (the caller is reloaded and calls again).
@@ -1846,10 +1834,8 @@ export class Engine {
       if (ctx.mayHaveTimers) this.timers.removeWhere((t) => t.invocationId === ctx.id);
       if (this.active.get(ctx.id) === ctx) this.active.delete(ctx.id);
       const set = this.waiters.get(ctx.id);
-      if (set !== undefined) {
-        if (set.size === 1) for (const w of set) w(done);
-        else for (const w of [...set]) w(done);
-      }
+      // (Resolving runs no continuation synchronously: the set cannot change while it is iterated.)
+      if (set !== undefined) for (const w of set) w(done);
       for (const row of delivered) void this.deliver(row);
       if (next !== undefined) void this.startAttempt(next);
     });
@@ -2180,6 +2166,11 @@ export class Engine {
     return q;
   }
 }
+
+/** The deployment and protocol version an attempt pins, or why none can be pinned. */
+type PinChoice =
+  | { deployment: NonNullable<ReturnType<SchemaRegistry['deployment']>>; protocolVersion: number }
+  | { failure: EngineFailure };
 
 interface EngineFailure {
   /** The failure code as the SDK or protocol names it (500, 570, 571…). */

@@ -61,9 +61,8 @@ export class ParameterError extends Error {
 }
 
 class Pipeline {
+  /** Each completed statement's rows; the next statement's results arrive into `current`. */
   private readonly rows: Record<string, unknown>[][] = [];
-  /** The statement whose results arrive now. */
-  private index = 0;
   private parser: RowParser | undefined;
   private current: Record<string, unknown>[] = [];
   private done = false;
@@ -121,7 +120,6 @@ class Pipeline {
     this.rows.push(this.current);
     this.current = [];
     this.parser = undefined;
-    this.index += 1;
   }
 
   handleEmptyQuery(): void {
@@ -143,8 +141,8 @@ class Pipeline {
   }
 
   handleReadyForQuery(): void {
-    if (this.index !== this.stmts.length) {
-      this.finish(new Error(`expected ${this.stmts.length} results from a pipeline, got ${this.index}`));
+    if (this.rows.length !== this.stmts.length) {
+      this.finish(new Error(`expected ${this.stmts.length} results from a pipeline, got ${this.rows.length}`));
       return;
     }
     this.finish(undefined);
