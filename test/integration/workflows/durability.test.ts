@@ -77,14 +77,16 @@ describe('programming model across a SIGKILL', () => {
     return runtime;
   }
 
-  async function journaled(id: string, entryType: number): Promise<boolean> {
+  /** Whether the invocation (by id, or by its idempotency key) has a journal entry of the type, i.e. durably. */
+  async function journaled(id: string | { idempotencyKey: string }, entryType: number): Promise<boolean> {
     const client = new pg.Client({ connectionString: db.url });
     await client.connect();
     try {
-      const res = await client.query('SELECT 1 FROM ratchet.journal WHERE invocation_id = $1 AND entry_type = $2', [
-        id,
-        entryType,
-      ]);
+      const res = await client.query(
+        `SELECT 1 FROM ratchet.journal j JOIN ratchet.invocation i ON i.id = j.invocation_id
+         WHERE (i.id = $1 OR i.idempotency_key = $2) AND j.entry_type = $3`,
+        typeof id === 'string' ? [id, null, entryType] : [null, id.idempotencyKey, entryType],
+      );
       return res.rows.length > 0;
     } finally {
       await client.end();
@@ -107,6 +109,10 @@ describe('programming model across a SIGKILL', () => {
     await expect.poll(() => journaled(wfId, 0x0409), { timeout: 15_000 }).toBe(true); // GetPromise
     await expect.poll(() => awakeables.has('a1'), { timeout: 15_000 }).toBe(true);
     await expect.poll(() => effects.get('charge:c1'), { timeout: 15_000 }).toBe(1);
+    // The kill comes once both ctx.run results are durable (RunCompletionNotification): a run whose side effect
+    // happened but whose result was not yet stored runs again after a crash, as it should.
+    await expect.poll(() => journaled(awId, 0x8011), { timeout: 15_000 }).toBe(true);
+    await expect.poll(() => journaled({ idempotencyKey: 'charge-c1' }, 0x8011), { timeout: 15_000 }).toBe(true);
 
     const after = await restart();
     expect(await charge).toBeInstanceOf(Error);
