@@ -63,7 +63,8 @@ async function main(): Promise<void> {
     }
     let code = exitCode;
     try {
-      const drained = await withTimeout(runtime?.stop(), DRAIN_TIMEOUT_MS);
+      // The hand-over and the shutdown delay come first; the drain gets its own time after them.
+      const drained = await withTimeout(runtime?.stop(), config.cluster.shutdownDelayMs + DRAIN_TIMEOUT_MS);
       if (!drained) {
         logger.warn({ timeoutMs: DRAIN_TIMEOUT_MS }, 'the runtime did not drain in time; stopping anyway');
         code = 1;

@@ -1,7 +1,14 @@
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import pg from 'pg';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { buildAdminApp } from './admin/app.ts';
+import { ClusterCoordinator } from './cluster/coordinator.ts';
+import { RequestRouter } from './cluster/forward.ts';
+import { clusterHealth } from './cluster/health.ts';
+import { Membership } from './cluster/membership.ts';
 import { TokenVerifier } from './auth/verifier.ts';
 import type { Config } from './config/config.ts';
 import { formatBindAddress, type BindAddress } from './config/bind-address.ts';
@@ -28,7 +35,8 @@ export const RATCHET_VERSION = (
   JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
 ).version;
 
-const LEASE_TTL_MS = 10_000;
+/** After the shutdown delay, how long in-flight requests may take before their connections are closed. */
+const REQUEST_DRAIN_MS = 20_000;
 
 export interface RuntimeHandle {
   ingress: BindAddress;
@@ -37,9 +45,14 @@ export interface RuntimeHandle {
   /** The PostgreSQL wire-protocol listener (SQL introspection). */
   sql: BindAddress;
   engine: Engine;
+  cluster: ClusterCoordinator;
   cleaner: RetentionCleaner;
   /** The read-only role SQL introspection runs as; undefined when the database user may not create roles. */
   introspection: IntrospectionAccess | undefined;
+  /**
+   * Graceful stop: not ready and every partition handed over at once, the listeners kept open for the shutdown delay
+   * (requests are sent on to the new owners), in-flight requests drained, then everything closed.
+   */
   stop(): Promise<void>;
 }
 
@@ -54,6 +67,7 @@ export async function startRuntime(config: Config, databaseUrl: string, logger: 
     applicationName: `ratchet ${config.nodeName}`,
   });
   const cleanups: (() => Promise<void>)[] = [() => pool.end()];
+  let cluster: ClusterCoordinator | undefined;
   const cleanup = async (): Promise<void> => {
     for (const c of cleanups.reverse()) await c().catch(() => undefined);
   };
@@ -114,7 +128,11 @@ export async function startRuntime(config: Config, databaseUrl: string, logger: 
     // Registrations made through another process sharing the database reach this one by LISTEN/NOTIFY.
     const watch = await registry.watch((err) => logger.warn({ err }, 'schema change notifications interrupted'));
     cleanups.push(() => Promise.resolve(watch.close()));
-    const leases = new PartitionLeases(pool, { node: config.nodeName, partitions, ttlMs: LEASE_TTL_MS });
+    const leases = new PartitionLeases(pool, {
+      node: config.nodeName,
+      partitions,
+      ttlMs: config.cluster.leaseTimeoutMs,
+    });
     const committer = new GroupCommitter(pool, leases, {
       maxBatch: config.storage.groupCommit.maxBatch,
       maxDelayMs: config.storage.groupCommit.maxDelayMs,
@@ -123,6 +141,8 @@ export async function startRuntime(config: Config, databaseUrl: string, logger: 
         metrics.commitBatchSize.observe(writes);
         metrics.commitDuration.observe(seconds);
       },
+      // A failed write: the partitions' memory may be ahead of the database; they are recovered from it.
+      onSuspect: (failed) => cluster?.suspect(failed),
     });
     const http2 = new Http2Client();
     const http1 = new Http1Client();
@@ -154,39 +174,38 @@ export async function startRuntime(config: Config, databaseUrl: string, logger: 
       },
       { pool, committer, leases, registry, http2, http1, logger, metrics },
     );
-    await engine.start();
-    cleanups.push(async () => {
-      await engine.stop();
-      await leases.releaseAll();
-    });
+    cleanups.push(() => engine.stop());
     const cleaner = new RetentionCleaner(pool, leases, logger, {
       intervalMs: config.storage.cleanupIntervalMs,
       batchSize: 500,
     });
     cleaner.start();
     cleanups.push(() => cleaner.stop());
-    const renew = setInterval(() => {
-      leases.renew().then(
-        (lost) => {
-          if (lost.length === 0) return;
-          logger.error({ lost }, 'lost partition leases; another process took them over');
-          engine.partitionsLost();
-        },
-        (err: unknown) => {
-          // The leases may run out before the next renewal: what this process remembers may go stale.
-          engine.partitionsLost();
-          logger.warn({ err }, 'could not renew partition leases');
-        },
-      );
-    }, LEASE_TTL_MS / 3);
-    renew.unref();
+    const router = new RequestRouter(
+      {
+        node: config.nodeName,
+        ownerOf: (p) => cluster?.ownerOf(p),
+        refresh: () => cluster?.refresh() ?? Promise.resolve(),
+        serves: (p) => engine.serves(p),
+      },
+      { partitionWaitMs: config.cluster.partitionWaitMs },
+      metrics,
+      logger.child({ component: 'cluster' }),
+    );
     cleanups.push(() => {
-      clearInterval(renew);
+      router.close();
       return Promise.resolve();
     });
 
     const ingressAddress = formatBindAddress(config.ingress.bind);
-    const ingress = buildIngressApp({ engine, registry, logger, requestSizeLimit: 32 * 1024 * 1024, auth });
+    const ingress = buildIngressApp({
+      engine,
+      registry,
+      logger,
+      requestSizeLimit: 32 * 1024 * 1024,
+      auth,
+      router,
+    });
     const admin = buildAdminApp({
       registry,
       register: createRegistration({ pool, registry, clusterName: config.clusterName, logger }),
@@ -197,8 +216,14 @@ export async function startRuntime(config: Config, databaseUrl: string, logger: 
       engine,
       queries,
       auth,
+      router,
+      clusterHealth: async () => {
+        await cluster?.refresh();
+        const view = cluster?.current() ?? { nodes: [], leases: [] };
+        return clusterHealth(config.clusterName, view.nodes, view.leases);
+      },
     });
-    const probes = buildProbesApp(metrics.registry);
+    const probes = buildProbesApp(metrics.registry, () => cluster?.ready() ?? false);
     const ingressBound = await listen(ingress, config.ingress.bind, 'ingress', cleanups);
     const adminBound = await listen(admin, config.admin.bind, 'admin', cleanups);
     const metricsBound = await listen(probes, config.metrics.bind, 'metrics', cleanups);
@@ -211,6 +236,52 @@ export async function startRuntime(config: Config, databaseUrl: string, logger: 
       logger,
     });
     cleanups.push(() => sql.stop());
+
+    // Joins the cluster once the listeners are bound (their ports are what peers are told), and returns once this
+    // node took and recovered its share: requests that came meanwhile waited for it.
+    const advertised = (bind: BindAddress): string => {
+      const host =
+        config.cluster.advertisedAddress ??
+        (bind.host === '0.0.0.0' || bind.host === '::' || bind.host === '' ? hostname() : bind.host);
+      return formatBindAddress({ host, port: bind.port });
+    };
+    const membership = new Membership(pool, {
+      node: config.nodeName,
+      incarnation: randomUUID(),
+      ingressAddress: advertised(ingressBound),
+      adminAddress: advertised(adminBound),
+      leaseTimeoutMs: config.cluster.leaseTimeoutMs,
+      settleMs: config.cluster.heartbeatIntervalMs * 2,
+    });
+    const coordinator = new ClusterCoordinator(
+      pool,
+      async () => {
+        const client = new pg.Client({
+          connectionString: databaseUrl,
+          application_name: `ratchet ${config.nodeName} cluster`,
+        });
+        client.on('error', () => undefined);
+        await client.connect();
+        return client;
+      },
+      leases,
+      membership,
+      engine,
+      {
+        node: config.nodeName,
+        partitions,
+        leaseTimeoutMs: config.cluster.leaseTimeoutMs,
+        heartbeatIntervalMs: config.cluster.heartbeatIntervalMs,
+        partitionWaitMs: config.cluster.partitionWaitMs,
+        maxReleasePerStep: Math.max(1, Math.ceil(partitions / 16)),
+      },
+      metrics,
+      logger,
+      () => void handle.stop().catch(() => undefined),
+    );
+    cluster = coordinator;
+    const started = coordinator;
+    await started.start();
     logger.info(
       {
         ingress: formatBindAddress(ingressBound),
@@ -220,17 +291,29 @@ export async function startRuntime(config: Config, databaseUrl: string, logger: 
       },
       'Ratchet is ready',
     );
-    return {
+    let stopping: Promise<void> | undefined;
+    const handle: RuntimeHandle = {
       ingress: ingressBound,
       admin: adminBound,
       metrics: metricsBound,
       sql: sql.address,
       engine,
+      cluster: started,
       cleaner,
       introspection,
-      stop: cleanup,
+      stop: () =>
+        (stopping ??= (async () => {
+          await started.stop();
+          if (config.cluster.shutdownDelayMs > 0) {
+            logger.info({ ms: config.cluster.shutdownDelayMs }, 'partitions handed over; waiting before closing');
+            await new Promise((r) => setTimeout(r, config.cluster.shutdownDelayMs));
+          }
+          await cleanup();
+        })()),
     };
+    return handle;
   } catch (err) {
+    await cluster?.stop().catch(() => undefined);
     await cleanup();
     throw err;
   }
@@ -248,8 +331,23 @@ async function listen(
     await app.close().catch(() => undefined);
     throw new BindError(formatBindAddress(bind), { listener, cause: err });
   }
-  cleanups.push(() => app.close());
+  cleanups.push(() => closeDraining(app));
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr !== null ? addr.port : bind.port;
   return { host: bind.host, port };
+}
+
+/**
+ * Stops accepting, lets requests in flight finish (those waiting for results of partitions handed over read them from
+ * PostgreSQL), and closes the connections still open after REQUEST_DRAIN_MS.
+ */
+async function closeDraining(app: FastifyInstance): Promise<void> {
+  const force = setTimeout(() => app.server.closeAllConnections(), REQUEST_DRAIN_MS);
+  force.unref();
+  try {
+    app.server.closeIdleConnections();
+    await app.close();
+  } finally {
+    clearTimeout(force);
+  }
 }

@@ -18,12 +18,15 @@ export const KAFKA_CLUSTERS_ANNOTATION = `${GROUP}/kafka-clusters`;
 
 /**
  * Config file keys the operator sets through the environment (which wins over the file anyway). They are removed from
- * the rendered file so it never disagrees with what the pods run with; `node-name` because every pod must keep its
- * own (its host name) or the pods would fight over partition leases.
+ * the rendered file so it never disagrees with what the pods run with; `node-name` and the advertised address because
+ * every pod must have its own (its pod name and IP) or the pods would fight over partition leases and forward to the
+ * wrong peer.
  */
 export const OPERATOR_OWNED_CONFIG_KEYS: ReadonlySet<string> = new Set([
   'cluster-name',
   'node-name',
+  'cluster.advertised-address',
+  'cluster.shutdown-delay',
   'data-dir',
   'database.url',
   'database.pool-size',
@@ -67,8 +70,9 @@ function normalize(table: Record<string, unknown>, prefix: string): Record<strin
 }
 
 const HEADER =
-  "# Written by ratchet-operator from the Cluster's spec.config. Listener binds, cluster and node name, database,\n" +
-  '# data directory, TLS files and the auth keys file are set through RATCHET_* environment variables instead.\n';
+  "# Written by ratchet-operator from the Cluster's spec.config. Listener binds, cluster and node name, advertised\n" +
+  '# address, shutdown delay, database, data directory, TLS files and the auth keys file are set through RATCHET_*\n' +
+  '# environment variables instead.\n';
 
 /** The runtime's TOML config file from spec.config. Throws ConfigRenderError with the reason. */
 export function renderRuntimeConfig(config: Record<string, unknown> | undefined): string {

@@ -11,6 +11,8 @@ import type { Json, NetworkPolicyObject, NetworkPolicyRule } from './objects.ts'
  */
 
 const NAMESPACE_LABEL = 'kubernetes.io/metadata.name';
+/** The listeners replicas reach each other on. */
+const PEER_LISTENERS = ['ingress', 'admin'] as const;
 
 /**
  * Who may reach a listener when spec.networkPolicy.allowFrom does not say: anyone for the ingress (it is the public
@@ -44,6 +46,12 @@ export function buildNetworkPolicy(cluster: Cluster, operatorNamespace: string):
   }
   // Prometheus runs anywhere, and some CNIs route kubelet probes through the policy.
   ingress.push(rule(LISTENER_PORTS.metrics, undefined));
+  // Replicas forward requests to the owner of a partition on its advertised address (the pod IP), whatever
+  // allowFrom admits from outside: closing this would fail every request that lands on a non-owner.
+  ingress.push({
+    ports: PEER_LISTENERS.map((l) => ({ port: LISTENER_PORTS[l], protocol: 'TCP' as const })),
+    from: [{ podSelector: { matchLabels: selectorLabels(name) } }],
+  });
   return {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'NetworkPolicy',

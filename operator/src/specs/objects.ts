@@ -24,10 +24,18 @@ export interface ServiceAccountObject extends KubeObject {
   automountServiceAccountToken: boolean;
 }
 
+/** Where a variable's value comes from; the operator uses the first two, user variables may use any source. */
+export interface EnvVarSource {
+  secretKeyRef?: { name: string; key: string };
+  /** The downward API: `metadata.name`, `status.podIP`, … of the pod itself. */
+  fieldRef?: { fieldPath: string; apiVersion?: string };
+  [source: string]: unknown;
+}
+
 export interface EnvVar {
   name: string;
   value?: string;
-  valueFrom?: Json;
+  valueFrom?: EnvVarSource;
   [field: string]: unknown;
 }
 

@@ -14,7 +14,14 @@ import type {
   Volume,
   VolumeMount,
 } from './objects.ts';
-import { authEnabled, DEFAULT_POOL_SIZE, databaseSecret, replicasOf, serviceAccountName } from './settings.ts';
+import {
+  authEnabled,
+  DEFAULT_POOL_SIZE,
+  databaseSecret,
+  replicasOf,
+  serviceAccountName,
+  shutdownDelayOf,
+} from './settings.ts';
 
 /*
  * The runtime pods: a plain apps/v1 Deployment, since every process is stateless (all state is in PostgreSQL). The
@@ -33,7 +40,13 @@ export const RUNTIME_UID = 65532;
 const VOLUMES = { config: 'config', tmp: 'tmp', data: 'data', introspectionTls: 'introspection-tls' } as const;
 const OWNED_VOLUMES: ReadonlySet<string> = new Set(Object.values(VOLUMES));
 
-/** Rolling updates add a pod before removing one: capacity never drops below `replicas`. */
+/**
+ * Rolling updates add a pod before removing one: capacity never drops below `replicas`, and the cluster is never
+ * without owners. A new pod is ready only once it has joined the membership; the old pod it replaces then gets
+ * SIGTERM and hands its partition leases to the live replicas (the new one among them) at once, instead of leaving
+ * them to expire. No `minReadySeconds`: readiness already means joined, and a handover needs no new pod to own
+ * anything yet, so waiting longer would only slow every step.
+ */
 const STRATEGY = { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } } as const;
 /** Old ReplicaSets kept for `kubectl rollout undo`; unbounded history piled up pods in restate-operator #78. */
 export const REVISION_HISTORY_LIMIT = 3;
@@ -55,11 +68,61 @@ function bind(listener: ListenerName | 'metrics'): string {
   return `0.0.0.0:${LISTENER_PORTS[listener]}`;
 }
 
+/** The downward API: a field of the pod itself, resolved by the kubelet when the container starts. */
+function podField(name: string, fieldPath: string): EnvVar {
+  return { name, valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath } } };
+}
+
+/*
+ * Shutdown. On SIGTERM the runtime reports not ready and hands its partitions over at once, keeps its listeners open
+ * for the shutdown delay (forwarding to the new owners) while the endpoints controller and every kube-proxy drop the
+ * pod, then drains in-flight requests for up to RUNTIME_DRAIN_SECONDS and exits. The delay is the runtime's own
+ * rather than a preStop sleep: a preStop hook would hold back SIGTERM, and with it the handover, for its whole length
+ * (and the distroless image has no `sleep` to run).
+ */
+
+/** The runtime's cap on the drain after the delay (DRAIN_TIMEOUT_MS in runtime/src/main.ts). */
+export const RUNTIME_DRAIN_SECONDS = 30;
+/** Beyond the drain: closing the pool and flushing logs, and slack for a slow node. */
+export const EXIT_MARGIN_SECONDS = 10;
+/** A grace period too short for delay + drain shortens the delay first, so that the drain keeps at least this. */
+export const MIN_DRAIN_SECONDS = 10;
+
+export interface ShutdownTiming {
+  /** terminationGracePeriodSeconds of the pods. */
+  readonly graceSeconds: number;
+  /** RATCHET_SHUTDOWN_DELAY, in seconds. */
+  readonly delaySeconds: number;
+}
+
+/**
+ * The grace period is the user's (pod.terminationGracePeriodSeconds, else drainTimeout) or, by default, delay +
+ * drain + exit margin. A user's grace period is kept even when shorter than that; the delay is then cut to
+ * `grace - MIN_DRAIN_SECONDS` (never below 0) so that SIGKILL does not land in the delay, before the drain began.
+ */
+export function shutdownTiming(cluster: Cluster): ShutdownTiming {
+  const delay = shutdownDelayOf(cluster);
+  const drainTimeout = cluster.spec.drainTimeout;
+  const given =
+    cluster.spec.pod?.terminationGracePeriodSeconds ??
+    (drainTimeout === undefined ? undefined : durationSeconds(drainTimeout));
+  if (given === undefined) {
+    return { graceSeconds: delay + RUNTIME_DRAIN_SECONDS + EXIT_MARGIN_SECONDS, delaySeconds: delay };
+  }
+  return { graceSeconds: given, delaySeconds: Math.min(delay, Math.max(0, given - MIN_DRAIN_SECONDS)) };
+}
+
 /** The environment the operator owns; user variables of the same names are dropped. */
 export function operatorEnv(cluster: Cluster): EnvVar[] {
   const db = databaseSecret(cluster);
   const env: EnvVar[] = [
     { name: 'RATCHET_CLUSTER_NAME', value: cluster.metadata.name },
+    // The member and lease-holder name: unique among live pods and the same for a pod's whole life, so a restarted
+    // container takes its own leases back at once.
+    podField('RATCHET_NODE_NAME', 'metadata.name'),
+    // Where peers forward requests for partitions this pod owns: the pod itself, never a Service in front of several.
+    podField('RATCHET_ADVERTISED_ADDRESS', 'status.podIP'),
+    { name: 'RATCHET_SHUTDOWN_DELAY', value: `${shutdownTiming(cluster).delaySeconds}s` },
     { name: 'RATCHET_DATABASE_URL', valueFrom: { secretKeyRef: { name: db.secretName, key: db.key } } },
     {
       name: 'RATCHET_DATABASE_POOL_SIZE',
@@ -106,9 +169,18 @@ function httpProbe(path: string, periodSeconds: number, failureThreshold: number
   return { httpGet: { path, port: LISTENER_PORTS.metrics }, periodSeconds, timeoutSeconds: 2, failureThreshold };
 }
 
-/** Probes on the metrics listener, which opens only once the runtime has migrated the database and started. */
+/**
+ * Probes on the metrics listener, which opens only once the runtime has migrated the database and started.
+ *
+ * Readiness every 2 s: a new pod is seen ready within 2 s of joining the cluster, and that is what paces each step of
+ * a rolling update. A pod leaves the Services only after three misses (at least 4 s of failing): /ready also fails
+ * on every pod at once while a crashed pod's partitions wait for their leases to run out and a new owner to take
+ * them, and pulling all pods from the Services then would turn the runtime's wait for the owner into refused
+ * connections. A terminating pod does not wait for its probe: the endpoints controller drops it on deletion.
+ */
 export const PROBES = {
-  readiness: httpProbe('/ready', 5, 3),
+  readiness: httpProbe('/ready', 2, 3),
+  // A minute of failures before a restart: /health only catches a wedged process, and a restart costs a handover.
   liveness: httpProbe('/health', 10, 6),
   // Up to five minutes for the first start (schema migrations of a large database) before liveness takes over.
   startup: httpProbe('/health', 2, 150),
@@ -204,10 +276,7 @@ function podSpec(cluster: Cluster): PodSpec {
     spec.topologySpreadConstraints = pod.topologySpreadConstraints.map((t) => ({ ...t }));
   }
   if (pod?.priorityClassName !== undefined) spec.priorityClassName = pod.priorityClassName;
-  const grace =
-    pod?.terminationGracePeriodSeconds ??
-    (cluster.spec.drainTimeout === undefined ? undefined : durationSeconds(cluster.spec.drainTimeout));
-  if (grace !== undefined) spec.terminationGracePeriodSeconds = grace;
+  spec.terminationGracePeriodSeconds = shutdownTiming(cluster).graceSeconds;
   return spec;
 }
 

@@ -13,9 +13,16 @@ export const DSN_KEY = 'uri';
 export const DEFAULT_POOL_SIZE = 20;
 export const DEFAULT_POSTGRES_IMAGE = 'postgres:17-alpine';
 export const DEFAULT_POSTGRES_STORAGE = '1Gi';
+export const DEFAULT_SHUTDOWN_DELAY_SECONDS = 5;
+export const DEFAULT_MAX_UNAVAILABLE = 1;
 
 export function replicasOf(cluster: Cluster): number {
   return cluster.spec.replicas ?? 1;
+}
+
+/** What the pods are asked for; runtime-deployment.ts's shutdownTiming shortens it to fit the grace period. */
+export function shutdownDelayOf(cluster: Cluster): number {
+  return cluster.spec.pod?.shutdownDelaySeconds ?? DEFAULT_SHUTDOWN_DELAY_SECONDS;
 }
 
 export function authEnabled(cluster: Cluster): boolean {

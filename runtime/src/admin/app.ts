@@ -2,7 +2,10 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type
 import type { Logger } from 'pino';
 import { AuthError } from '../auth/errors.ts';
 import { authorize, type Authenticator } from '../auth/verifier.ts';
+import type { RequestRouter } from '../cluster/forward.ts';
+import type { ClusterHealth } from '../cluster/health.ts';
 import type { Engine } from '../engine/engine.ts';
+import { PartitionNotServedError } from '../engine/management-errors.ts';
 import { RatchetError } from '../errors/errors.ts';
 import type { IntrospectionQueries } from '../introspection/query.ts';
 import { createSchemaOperations, type SchemaOperations } from '../schema/operations.ts';
@@ -13,6 +16,7 @@ import { buildAdminOpenApi, type RouteInfo } from './openapi/document.ts';
 import { sendJson } from './reply.ts';
 import type { AdminApiVersion } from './request.ts';
 import type { AdminRouteContext, AdminRoutes } from './routes/context.ts';
+import { clusterRoutes } from './routes/cluster.ts';
 import { deploymentRoutes } from './routes/deployments.ts';
 import { invocationRoutes } from './routes/invocations.ts';
 import { kafkaClusterRoutes } from './routes/kafka-clusters.ts';
@@ -47,6 +51,10 @@ export interface AdminDeps {
   bodyLimit?: number;
   /** Managed mode: every request needs an access token with the role full or admin. Undefined = dev mode. */
   auth?: Authenticator | undefined;
+  /** Sends requests for partitions other nodes own to them; without it such requests are answered 503. */
+  router?: RequestRouter | undefined;
+  /** `GET /cluster-health` and the nodes behind it; without it the route is not served. */
+  clusterHealth?: (() => Promise<ClusterHealth>) | undefined;
 }
 
 const STATIC_ROUTES: readonly AdminRoutes[] = [
@@ -158,6 +166,7 @@ export function buildAdminApp(deps: AdminDeps): FastifyInstance {
         for (const routes of STATIC_ROUTES) routes(scope, ctx);
         if (deps.engine !== undefined) invocationRoutes(deps.engine)(scope, ctx);
         if (deps.queries !== undefined) queryRoutes(deps.queries)(scope, ctx);
+        if (deps.clusterHealth !== undefined) clusterRoutes(deps.clusterHealth)(scope, ctx);
         done();
       },
       { prefix },
@@ -178,6 +187,13 @@ export function buildAdminApp(deps: AdminDeps): FastifyInstance {
   });
 
   app.setErrorHandler((err: FastifyError | Error, req, reply) => {
+    if (err instanceof PartitionNotServedError && deps.router !== undefined) {
+      // Refused before anything was written: the partition's owner serves it (or the next one, once there is one).
+      return deps.router.serve('admin', req, reply, err.partition).catch((e: Error) => {
+        req.log.warn({ err: e }, 'admin request could not reach the partition owner');
+        return sendJson(reply, errorBody(e.message, undefined), 503);
+      });
+    }
     if (err instanceof RequestExtractionError) {
       return reply.code(err.status).type('text/plain; charset=utf-8').send(err.message);
     }

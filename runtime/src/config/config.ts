@@ -120,6 +120,20 @@ export interface KafkaConfig {
   readonly clusters: readonly KafkaClusterConfig[];
 }
 
+/** Membership, partition placement and hand-over between runtime processes sharing one database. */
+export interface ClusterConfig {
+  /** Host peers reach this process at (its listeners' ports are added); undefined = the bind hosts. */
+  readonly advertisedAddress: string | undefined;
+  /** A node whose heartbeat (or a partition whose lease) is older than this is dead (or free). */
+  readonly leaseTimeoutMs: number;
+  /** How often a node writes its heartbeat, renews its leases and rebalances. */
+  readonly heartbeatIntervalMs: number;
+  /** How long a request for a partition between owners waits for one before it is answered 503. */
+  readonly partitionWaitMs: number;
+  /** After SIGTERM: how long the listeners stay open (not ready, partitions handed over) before draining. */
+  readonly shutdownDelayMs: number;
+}
+
 export interface Config {
   readonly clusterName: string;
   /** This process's name, e.g. as lease owner; unique per process. */
@@ -141,6 +155,7 @@ export interface Config {
   readonly storage: StorageConfig;
   readonly kafka: KafkaConfig;
   readonly auth: AuthConfig;
+  readonly cluster: ClusterConfig;
   /**
    * Problems that did not stop loading (unknown `RATCHET_*` variables, a clamped retention). The logger does not
    * exist yet while config loads, so `main.ts` logs these once it does.
@@ -190,6 +205,11 @@ export const SETTINGS = {
   RATCHET_INTROSPECTION_MAX_SESSIONS: 'introspection.max-sessions',
   RATCHET_INTROSPECTION_ROW_LIMIT: 'introspection.row-limit',
   RATCHET_AUTH_KEYS_FILE: 'auth.keys-file',
+  RATCHET_ADVERTISED_ADDRESS: 'cluster.advertised-address',
+  RATCHET_CLUSTER_LEASE_TIMEOUT: 'cluster.lease-timeout',
+  RATCHET_CLUSTER_HEARTBEAT_INTERVAL: 'cluster.heartbeat-interval',
+  RATCHET_CLUSTER_PARTITION_WAIT: 'cluster.partition-wait',
+  RATCHET_SHUTDOWN_DELAY: 'cluster.shutdown-delay',
 } as const;
 
 export type SettingName = keyof typeof SETTINGS;
@@ -700,9 +720,47 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
     },
     kafka: { clusters: kafkaClusters(read.raw('RATCHET_KAFKA_CLUSTERS')) },
     auth: { keysFile: optionalPath(read.raw('RATCHET_AUTH_KEYS_FILE'), cwd) },
+    cluster: clusterConfig(read),
     warnings,
   };
   return deepFreeze(config);
+}
+
+function clusterConfig(read: Reader): ClusterConfig {
+  const advertised = read.raw('RATCHET_ADVERTISED_ADDRESS');
+  let advertisedAddress: string | undefined;
+  if (advertised !== undefined) {
+    const text = stringOf(advertised, 'a host name or IP address').trim();
+    // A host only: the listeners' own ports are added. IPv6 literals may come with or without brackets.
+    const host = text.startsWith('[') && text.endsWith(']') ? text.slice(1, -1) : text;
+    if (host === '' || /[\s/@?#]/.test(host)) {
+      throw invalid(advertised, `expected a host name or IP address without port or scheme, got ${describe(text)}`);
+    }
+    if (/^[^:]+:\d+$/.test(host)) {
+      throw invalid(
+        advertised,
+        `expected a host without a port (the listeners' ports are used), got ${describe(text)}`,
+      );
+    }
+    advertisedAddress = host;
+  }
+  const leaseTimeoutMs = read.duration('RATCHET_CLUSTER_LEASE_TIMEOUT', '3s', { min: 100, max: 600_000 });
+  const heartbeatIntervalMs = read.duration('RATCHET_CLUSTER_HEARTBEAT_INTERVAL', '1s', { min: 10, max: 300_000 });
+  if (heartbeatIntervalMs * 2 > leaseTimeoutMs) {
+    const blame = read.raw('RATCHET_CLUSTER_HEARTBEAT_INTERVAL') ?? read.raw('RATCHET_CLUSTER_LEASE_TIMEOUT');
+    throw ConfigError.invalidValue(
+      blame?.key ?? 'RATCHET_CLUSTER_HEARTBEAT_INTERVAL',
+      `the heartbeat interval (${formatDuration(heartbeatIntervalMs)}) must be at most half the lease timeout ` +
+        `(${formatDuration(leaseTimeoutMs)}), so that one late heartbeat does not cost a node its partitions`,
+    );
+  }
+  return {
+    advertisedAddress,
+    leaseTimeoutMs,
+    heartbeatIntervalMs,
+    partitionWaitMs: read.duration('RATCHET_CLUSTER_PARTITION_WAIT', '10s', { min: 0, max: 3_600_000 }),
+    shutdownDelayMs: read.duration('RATCHET_SHUTDOWN_DELAY', '0s', { min: 0, max: 600_000 }),
+  };
 }
 
 /** For logs and error messages: binds as `host:port`, the database password masked. */

@@ -14,11 +14,12 @@ import type { SchemaRegistry } from '../schema/registry.ts';
 import type { HandlerSchema } from '../schema/types.ts';
 import type { Http1Client, Http2Client } from '../service-client/transport.ts';
 import { newWriteOp, type Stmt, type WriteOp } from '../storage/api.ts';
-import type { GroupCommitter } from '../storage/pg/group-commit.ts';
+import { FencingError, type GroupCommitter } from '../storage/pg/group-commit.ts';
 import { partitionFor, type PartitionLeases } from '../storage/pg/leases.ts';
 import { u64ToI64, type Pool } from '../storage/pg/pool.ts';
 import {
   getInvocation,
+  getInvocations,
   insertInvocation,
   listActiveInvocations,
   updateInvocation,
@@ -33,10 +34,13 @@ import {
   awaitResult,
   deleteOutbox,
   insertOutbox,
+  insertOutboxRequest,
   listOutbox,
   resultToWaiters,
+  type OutboxRequest,
   type OutboxRow,
 } from '../storage/pg/tables/outbox.ts';
+import { decodeNewInvocation, encodeNewInvocation } from './outbox-requests.ts';
 import { awaitPromise, completePromise, getPromise, peekPromise } from '../storage/pg/tables/promises.ts';
 import {
   applyStateMutation,
@@ -62,6 +66,7 @@ import {
   InvocationNotRunningError,
   InvocationNotStartedError,
   InvocationStillRunningError,
+  PartitionNotServedError,
   PartitionUnavailableError,
   RestartUnsupportedError,
 } from './management-errors.ts';
@@ -105,7 +110,8 @@ export interface EngineDeps {
   metrics: Metrics;
 }
 
-type Waiter = (done: CompletedInvocation) => void;
+/** Resolved with the completed invocation, or with undefined when it turned out to be gone (purged, expired). */
+type Waiter = (done: CompletedInvocation | undefined) => void;
 
 /**
  * The only writer of invocation state. Every change is a WriteOp committed through the group committer; effects that
@@ -126,6 +132,17 @@ export class Engine {
   /** Committed state of virtual-object keys, so that an attempt starts without reading it (see StateCache). */
   private readonly stateCache = new StateCache(STATE_CACHE_KEYS);
   private stopped = false;
+  /** Partitions served: their invocations, locks, inboxes, timers and outbox live in this object's memory. */
+  private readonly served = new Set<number>();
+  /** Bumped whenever partitions are dropped: a read started before a drop must not install what it read. */
+  private generation = 0;
+  /** Polls PostgreSQL for the results awaited here of invocations whose partition this process does not serve. */
+  private remotePoll: NodeJS.Timeout | undefined;
+  /** Outbox rows being delivered (round Infinity) or delivered during outbox read `round` (see pollOutbox). */
+  private readonly outboxSeen = new Map<string, { partition: number; round: number }>();
+  private outboxRound = 0;
+  private readonly toNotify = new Set<number>();
+  private notifying = false;
   private readonly log: Logger;
 
   constructor(
@@ -139,18 +156,51 @@ export class Engine {
   // ---------------------------------------------------------------------------------------------------------------
   // lifecycle
 
-  /** Takes the partitions and picks up everything an earlier process left in flight. */
-  async start(): Promise<void> {
-    const partitions = await this.deps.leases.acquireAll();
+  /** Whether this process serves `partition` now (requests for others go to their owner). */
+  serves(partition: number): boolean {
+    return this.served.has(partition);
+  }
+
+  servedPartitions(): number[] {
+    return [...this.served].sort((a, b) => a - b);
+  }
+
+  /** The partition of an invocation id, a virtual-object / workflow key, or a partition key. */
+  partitionOf(partitionKey: bigint): number {
+    return partitionFor(partitionKey, this.options.partitions);
+  }
+
+  partitionOfKey(key: string): number {
+    return partitionFor(partitionKeyForKey(key), this.options.partitions);
+  }
+
+  /**
+   * Picks up partitions this process has just taken (or taken back after a failure): everything in flight in them,
+   * exactly as after a restart: running attempts restart from their journal, timers, inboxes, key locks, queued
+   * state replacements and the outbox are re-armed. Reads everything before changing memory, so a failed read leaves
+   * the partitions unserved (the caller retries). The caller holds the leases and never recovers a served partition.
+   */
+  async recover(partitions: number[]): Promise<{ invocations: number; timers: number }> {
+    const ids = partitions.filter((p) => !this.served.has(p));
+    if (ids.length === 0 || this.stopped) return { invocations: 0, timers: 0 };
     const pool = this.deps.pool;
-    for (const l of await listLocks(pool)) this.locks.set(lockKey(l.service, l.key), l.invocationId);
-    const rows = await listActiveInvocations(pool, partitions);
-    const timers = await listTimers(pool, partitions);
+    const locks = await listLocks(pool, ids);
+    const rows = await listActiveInvocations(pool, ids);
+    const timers = await listTimers(pool, ids);
+    const mutations = await listStateMutations(pool, ids);
+    const outbox = await listOutbox(pool, ids);
+    if (this.stopped) return { invocations: 0, timers: 0 };
+    for (const p of ids) this.served.add(p);
+    for (const l of locks) this.locks.set(lockKey(l.service, l.key), l.invocationId);
     const timed = new Set(timers.filter((t) => t.kind !== 'sleep').map((t) => t.invocationId));
     const inboxed: InvocationCtx[] = [];
+    const recovered: InvocationCtx[] = [];
     for (const row of rows) {
+      // Admitted meanwhile by a call from a partition served here (it is newer than what was read): keep it.
+      if (this.active.has(row.id)) continue;
       const ctx = new InvocationCtx(row);
       this.active.set(ctx.id, ctx);
+      recovered.push(ctx);
       if (ctx.status === 'inboxed') inboxed.push(ctx);
     }
     // Inboxed invocations and queued state replacements share the inbox sequence: rebuild each key's queue in it.
@@ -159,29 +209,78 @@ export class Engine {
       lk: lockKey(ctx.serviceName, ctx.serviceKey!),
       entry: ctx.id,
     }));
-    for (const m of await listStateMutations(pool, partitions)) {
+    for (const m of mutations) {
       const memId = `mutation:${++this.mutationSeq}`;
       this.mutations.set(memId, m);
       queued.push({ seq: m.inboxSeq, lk: lockKey(m.service, m.key), entry: memId });
     }
     queued.sort((a, b) => (a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0));
-    for (const q of queued) this.inbox(q.lk).push(q.entry);
+    const touched = new Set<string>();
+    for (const q of queued) {
+      this.inbox(q.lk).push(q.entry);
+      touched.add(q.lk);
+    }
     // A key whose waiters have no lock holder (nothing would hand it over): the oldest takes it now.
-    for (const lk of [...this.inboxes.keys()]) this.resumeInbox(lk);
+    for (const lk of touched) this.resumeInbox(lk);
     for (const t of timers) this.timers.schedule(t, t.fireAt.getTime());
-    for (const ctx of this.active.values()) {
+    for (const ctx of recovered) {
       if (ctx.status === 'invoked' && !timed.has(ctx.id)) void this.startAttempt(ctx);
       else if (ctx.status === 'suspended') void this.recheckSuspended(ctx);
     }
-    for (const row of await listOutbox(pool, partitions)) void this.deliver(row);
-    this.log.info({ partitions: partitions.length, recovered: rows.length, timers: timers.length }, 'engine started');
+    for (const row of outbox) void this.deliver(row);
+    return { invocations: rows.length, timers: timers.length };
+  }
+
+  /**
+   * Forgets everything in memory about `partitions` (given up, lost, or suspect after a failed write): attempts are
+   * aborted, timers disarmed, locks and inboxes forgotten. Their rows are the truth and whoever serves the partitions
+   * next recovers them. Requests waiting here for results of these partitions keep waiting, through PostgreSQL.
+   */
+  drop(partitions: Iterable<number>): void {
+    const set = new Set<number>();
+    for (const p of partitions) if (this.served.delete(p)) set.add(p);
+    if (set.size === 0) return;
+    this.generation += 1;
+    for (const [id, ctx] of this.active) {
+      if (!set.has(ctx.partitionId)) continue;
+      // Dead for every callback still holding it: commits' follow-ups check `poisoned`.
+      ctx.poisoned = true;
+      ctx.attempt?.abort();
+      ctx.attempt = undefined;
+      this.active.delete(id);
+    }
+    this.timers.removeWhere((t) => set.has(t.partitionId));
+    for (const lk of this.locks.keys()) if (set.has(this.lockPartition(lk))) this.locks.delete(lk);
+    for (const lk of this.inboxes.keys()) if (set.has(this.lockPartition(lk))) this.inboxes.delete(lk);
+    for (const [memId, m] of this.mutations) if (set.has(m.partitionId)) this.mutations.delete(memId);
+    for (const [seq, seen] of this.outboxSeen) if (set.has(seen.partition)) this.outboxSeen.delete(seq);
+    this.stateCache.clear();
+    this.pollRemoteResults();
+  }
+
+  /** Takes the partitions of a process alone and picks up everything an earlier process left in flight. */
+  async start(): Promise<void> {
+    const partitions = await this.deps.leases.acquireAll();
+    const r = await this.recover(partitions);
+    this.log.info({ partitions: partitions.length, recovered: r.invocations, timers: r.timers }, 'engine started');
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     this.timers.clear();
+    if (this.remotePoll !== undefined) clearTimeout(this.remotePoll);
     for (const ctx of this.active.values()) ctx.attempt?.abort();
     await this.deps.committer.close();
+  }
+
+  /** Refuses a request for a partition this process does not serve, before anything is written. */
+  private requireServed(partition: number): void {
+    if (!this.served.has(partition)) throw new PartitionNotServedError(partition);
+  }
+
+  /** The partition of a lock key (`service\0key`). */
+  private lockPartition(lk: string): number {
+    return this.partitionOfKey(lk.slice(lk.indexOf('\u0000') + 1));
   }
 
   // ---------------------------------------------------------------------------------------------------------------
@@ -191,6 +290,7 @@ export class Engine {
   async accept(req: AcceptRequest): Promise<AcceptResult> {
     const now = new Date();
     const { ctxRow, inputRaw, executionTime } = this.newInvocation(req, now, undefined);
+    this.requireServed(ctxRow.partitionId);
     if (this.active.has(ctxRow.id)) return { id: ctxRow.id, created: false, executionTime };
     const op = newWriteOp(ctxRow.partitionId, [orderKey(ctxRow.partitionKey)]);
     let created = true;
@@ -203,7 +303,7 @@ export class Engine {
     } catch (err) {
       // Not stored (or not known to be): forget it here; a retry of the request finds the row if it exists.
       this.undoAdmit(ctx);
-      throw err;
+      throw rerouteIfFenced(err, ctxRow.partitionId);
     }
     if (!created) {
       this.undoAdmit(ctx);
@@ -514,11 +614,6 @@ export class Engine {
     };
   }
 
-  /** Another process may own some of this process's partitions now: cached state of any key may be stale. */
-  partitionsLost(): void {
-    this.stateCache.clear();
-  }
-
   private applyMutation(m: StateMutationRow): Stmt {
     return applyStateMutation(m.service, m.key, u64ToI64(partitionKeyForKey(m.key)), m.version, m.entries, (ok) => {
       if (!ok) {
@@ -542,9 +637,7 @@ export class Engine {
     entries: { key: Buffer; value: Buffer }[],
   ): Promise<void> {
     const partitionId = partitionFor(partitionKeyForKey(key), this.options.partitions);
-    if (!this.deps.leases.owned().includes(partitionId)) {
-      throw new PartitionUnavailableError(`${service}/${key}`);
-    }
+    this.requireServed(partitionId);
     const lk = lockKey(service, key);
     const m: StateMutationRow = {
       id: randomUUID(),
@@ -558,7 +651,9 @@ export class Engine {
     if (!this.locks.has(lk) && (this.inboxes.get(lk)?.length ?? 0) === 0) {
       const op: WriteOp = { partitions: [partitionId], stmts: [this.applyMutation(m)], journal: [] };
       this.dropCachedStateWith(op, lk);
-      await this.deps.committer.submit(op);
+      await this.deps.committer.submit(op).catch((err: unknown) => {
+        throw rerouteIfFenced(err, partitionId);
+      });
       return;
     }
     // Queued now, in memory, so that whatever is admitted after this call comes after it.
@@ -572,7 +667,7 @@ export class Engine {
       const q = this.inboxes.get(lk);
       const i = q?.indexOf(memId) ?? -1;
       if (i >= 0) q!.splice(i, 1);
-      throw err;
+      throw rerouteIfFenced(err, partitionId);
     }
   }
 
@@ -597,7 +692,7 @@ export class Engine {
   /** Resolves when the invocation completes (at once if it already has). */
   async awaitCompletion(id: string): Promise<CompletedInvocation | undefined> {
     let resolve!: Waiter;
-    const done = new Promise<CompletedInvocation>((r) => (resolve = r));
+    const done = new Promise<CompletedInvocation | undefined>((r) => (resolve = r));
     let set = this.waiters.get(id);
     if (set === undefined) this.waiters.set(id, (set = new Set()));
     set.add(resolve);
@@ -606,6 +701,8 @@ export class Engine {
         const row = await getInvocation(this.deps.pool, id);
         if (row === undefined || isExpired(row)) return undefined;
         if (row.status === 'completed') return completedFromRow(row);
+        // Not served here: its owner completes it elsewhere, and the result is read from PostgreSQL.
+        if (!this.served.has(row.partitionId)) this.pollRemoteResults();
       }
       return await done;
     } finally {
@@ -617,6 +714,45 @@ export class Engine {
   /** How many requests are waiting in `awaitCompletion` for `id` on this replica. */
   completionWaiters(id: string): number {
     return this.waiters.get(id)?.size ?? 0;
+  }
+
+  /**
+   * Results awaited here of invocations whose partition this process does not serve (another node completes them, or
+   * the partition moved away while the request waited) are read from PostgreSQL, every 200 ms while there are any.
+   */
+  private pollRemoteResults(): void {
+    if (this.remotePoll !== undefined || this.stopped) return;
+    const remote = (): string[] => {
+      const ids: string[] = [];
+      for (const id of this.waiters.keys()) {
+        const parsed = InvocationId.tryParse(id);
+        if (parsed !== undefined && !this.served.has(this.partitionOf(InvocationId.partitionKey(parsed)))) ids.push(id);
+      }
+      return ids;
+    };
+    const tick = async (): Promise<void> => {
+      const ids = remote();
+      if (ids.length === 0) {
+        this.remotePoll = undefined;
+        return;
+      }
+      try {
+        const found = new Map<string, InvocationRow>();
+        for (const row of await getInvocations(this.deps.pool, ids)) found.set(row.id, row);
+        for (const id of ids) {
+          const row = found.get(id);
+          const done = row === undefined || isExpired(row) ? undefined : row.status === 'completed' ? row : null;
+          if (done === null) continue;
+          const set = this.waiters.get(id);
+          if (set !== undefined) for (const w of set) w(done === undefined ? undefined : completedFromRow(done));
+        }
+      } catch (err) {
+        this.log.debug({ err }, 'could not read awaited results; trying again');
+      }
+      if (this.stopped) return;
+      this.remotePoll = setTimeout(() => void tick(), REMOTE_POLL_MS);
+    };
+    this.remotePoll = setTimeout(() => void tick(), REMOTE_POLL_MS);
   }
 
   async getCompleted(id: string): Promise<{ row: InvocationRow; done?: CompletedInvocation } | undefined> {
@@ -639,9 +775,9 @@ export class Engine {
     result: codec.EngineResult,
   ): Promise<void> {
     const partitionId = partitionFor(InvocationId.partitionKey(targetId), this.options.partitions);
-    if (!this.deps.leases.owned().includes(partitionId)) throw new PartitionUnavailableError(targetId);
+    this.requireServed(partitionId);
     let row: OutboxRow | undefined;
-    await this.submitStmts(partitionId, [
+    const stored = this.submitStmts(partitionId, [
       insertOutbox(
         {
           partitionId,
@@ -661,6 +797,9 @@ export class Engine {
         (r) => (row = r),
       ),
     ]);
+    await stored.catch((err: unknown) => {
+      throw rerouteIfFenced(err, partitionId);
+    });
     if (row !== undefined) void this.deliver(row);
   }
 
@@ -685,14 +824,28 @@ export class Engine {
     const ctx = await this.managed(id);
     if (ctx.status === 'completed') throw new InvocationAlreadyCompletedError(id);
     await ctx.ensureJournal(() => this.loadEntries(ctx.id));
-    const children = pendingCallees(ctx.journal ?? []);
+    const children: InvocationId[] = [];
+    for (const child of pendingCallees(ctx.journal ?? [])) {
+      const childId = InvocationId.tryParse(child);
+      if (childId !== undefined) children.push(childId);
+    }
+    // Callees in partitions served elsewhere are killed by their owners: asked in the same write.
+    const requested: OutboxRow[] = [];
+    const remote = children
+      .filter((c) => !this.served.has(this.partitionOf(InvocationId.partitionKey(c))))
+      .map((c) =>
+        insertOutboxRequest(this.partitionOf(InvocationId.partitionKey(c)), c, { kind: 'kill' }, (r) =>
+          requested.push(r),
+        ),
+      );
     if (ctx.status === 'scheduled' || ctx.status === 'inboxed') this.forgetNotStarted(ctx);
-    if (!(await this.complete(ctx, { kind: 'failure', failure: { code: 409, message: 'killed' } }))) {
+    if (!(await this.complete(ctx, { kind: 'failure', failure: { code: 409, message: 'killed' } }, {}, remote))) {
       throw new PartitionUnavailableError(id);
     }
-    for (const child of children) {
-      const childId = InvocationId.tryParse(child);
-      if (childId !== undefined) this.kill(childId).catch(() => undefined);
+    for (const r of requested) void this.deliver(r);
+    for (const childId of children) {
+      if (this.served.has(this.partitionOf(InvocationId.partitionKey(childId))))
+        this.kill(childId).catch(() => undefined);
     }
   }
 
@@ -708,6 +861,7 @@ export class Engine {
     attempt?.abort();
     this.write(ctx, [updateInvocation(ctx.id, { status: 'paused', awaiting: null, nextRetryAt: null }, new Date())]);
     await this.settled(ctx);
+    if (ctx.poisoned) throw this.unavailable(id, ctx.partitionId);
     return 'paused';
   }
 
@@ -736,19 +890,21 @@ export class Engine {
     }
     if (stmts.length > 0) this.write(ctx, stmts);
     await this.settled(ctx);
-    if (ctx.poisoned) throw new PartitionUnavailableError(id);
+    if (ctx.poisoned) throw this.unavailable(id, ctx.partitionId);
     void this.startAttempt(ctx);
   }
 
   /** Forgets a completed invocation: its result, its journal, and for a workflow run the key's state and promises. */
   async purge(id: InvocationId): Promise<void> {
     const row = await this.completedRow(id);
+    this.requireServed(row.partitionId);
     await this.submitOrUnavailable(id, row.partitionId, [purgeInvocation(id)]);
   }
 
   /** Drops a completed invocation's journal and keeps its result. */
   async purgeJournal(id: InvocationId): Promise<void> {
     const row = await this.completedRow(id);
+    this.requireServed(row.partitionId);
     await this.submitOrUnavailable(id, row.partitionId, [
       deleteJournal(id),
       updateInvocation(id, { journalExpiresAt: null }, new Date()),
@@ -767,7 +923,7 @@ export class Engine {
     if (row.status !== 'completed') throw new InvocationStillRunningError(id);
     if (row.serviceTy === 'Workflow' && row.handlerTy === 'Workflow') throw new RestartUnsupportedError(id);
     if (row.protocolVersion !== null && row.protocolVersion < 5) throw new RestartUnsupportedError(id);
-    if (!this.deps.leases.owned().includes(row.partitionId)) throw new PartitionUnavailableError(id);
+    this.requireServed(row.partitionId);
     if (deployment !== undefined && from === 0) {
       throw new BadManagementRequestError('the deployment parameter can be used only together with from > 0');
     }
@@ -869,6 +1025,7 @@ export class Engine {
       await this.deps.committer.submit(op);
     } catch (err) {
       this.undoAdmit(ctx);
+      if (err instanceof FencingError) throw rerouteIfFenced(err, row.partitionId);
       this.log.warn({ err, 'service.invocation.id': id }, 'restart-as-new could not be stored');
       throw new PartitionUnavailableError(id);
     }
@@ -902,11 +1059,10 @@ export class Engine {
 
   /** A non-expired invocation of an owned partition, from memory when it is live. */
   private async managed(id: InvocationId): Promise<InvocationCtx> {
+    this.requireServed(this.partitionOf(InvocationId.partitionKey(id)));
     const ctx = await this.load(id);
     if (ctx === undefined) throw new InvocationNotFoundError(id);
-    if (ctx.status !== 'completed' && !this.deps.leases.owned().includes(ctx.partitionId)) {
-      throw new PartitionUnavailableError(id);
-    }
+    if (ctx.poisoned) throw new PartitionNotServedError(ctx.partitionId);
     if (ctx.status === 'completed') {
       const row = await getInvocation(this.deps.pool, id);
       if (row === undefined || isExpired(row)) throw new InvocationNotFoundError(id);
@@ -925,9 +1081,18 @@ export class Engine {
     try {
       await this.submitStmts(partition, stmts);
     } catch (err) {
+      if (err instanceof FencingError) throw rerouteIfFenced(err, partition);
       this.log.warn({ err, 'service.invocation.id': id }, 'management write failed');
       throw new PartitionUnavailableError(id);
     }
+  }
+
+  /**
+   * A management write that did not happen: the partition moved away meanwhile (the request goes to its new owner),
+   * or the write failed here (the partition is being recovered; the client retries).
+   */
+  private unavailable(id: InvocationId, partition: number): Error {
+    return this.served.has(partition) ? new PartitionUnavailableError(id) : new PartitionNotServedError(partition);
   }
 
   // ---------------------------------------------------------------------------------------------------------------
@@ -1255,7 +1420,8 @@ export class Engine {
               : cmd.kind === 'clearState'
                 ? { kind: 'clear', key: Buffer.from(cmd.key) }
                 : { kind: 'clearAll' };
-          op.onCommitted = () => this.stateCache.apply(lk, change);
+          // A dropped invocation's partition was recovered meanwhile (the cache was cleared): never re-apply onto it.
+          op.onCommitted = () => (ctx.poisoned ? this.stateCache.invalidate(lk) : this.stateCache.apply(lk, change));
           op.onFailed = () => this.stateCache.invalidate(lk);
         }
         break;
@@ -1324,11 +1490,40 @@ export class Engine {
         op.keys!.push(orderKey(ctxRow.partitionKey));
         if (cmd.kind === 'oneWayCall' && ctxRow.status === 'scheduled')
           ctxRow.scheduledStartAt = new Date(Number(cmd.invokeTime));
+        // A callee in a partition served elsewhere is admitted by its owner, asked in this write (and so is the
+        // caller's wait for its result); the invocation id is known here, so the caller goes on at once.
+        const remote = !this.served.has(ctxRow.partitionId);
         // An idempotent call whose callee is running already joins it; one that completed gets its stored result.
         let childCreated = false;
         let child: { stmts: Stmt[]; ctx: InvocationCtx } | undefined;
         let childRunnable = false;
-        if (!this.active.has(ctxRow.id)) {
+        if (remote) {
+          stmts.push(
+            insertOutboxRequest(
+              ctxRow.partitionId,
+              ctxRow.id,
+              {
+                kind: 'invoke',
+                invocation: encodeNewInvocation(ctxRow),
+                input: Buffer.from(inputRaw).toString('base64'),
+                caller:
+                  cmd.kind === 'call'
+                    ? {
+                        id: ctx.id,
+                        partition: ctx.partitionId,
+                        completionId: cmd.resultCompletionId,
+                        entryType: MessageType.CallCompletionNotification,
+                      }
+                    : undefined,
+                workflowRun: target.schema.ty === 'Workflow' && handler.ty === 'Workflow',
+                deterministic: ctxRow.idempotencyKey !== null,
+              },
+              deliverAfter,
+            ),
+          );
+        } else if (!this.active.has(ctxRow.id)) {
+          // Both partitions are written: both leases must hold.
+          if (ctxRow.partitionId !== ctx.partitionId) op.partitions.push(ctxRow.partitionId);
           childCreated = true;
           child = this.admit(ctxRow, inputRaw, op, now, ctxRow.idempotencyKey !== null, (inserted) => {
             childCreated = inserted;
@@ -1371,7 +1566,7 @@ export class Engine {
           },
           now,
         );
-        if (cmd.kind === 'call') {
+        if (cmd.kind === 'call' && !remote) {
           const wait = awaitResult(
             ctxRow.id,
             ctx.id,
@@ -1850,12 +2045,15 @@ export class Engine {
     entry: Omit<JournalEntry, 'index'>,
     extra: Stmt[],
   ): Promise<void> {
-    if (ctx.status === 'completed' || ctx.poisoned) {
+    // A dead object (its partition is being recovered or moved): the outbox row or timer stays for whoever recovers it.
+    if (ctx.poisoned) return;
+    if (ctx.status === 'completed') {
       if (extra.length > 0) await this.submitStmts(ctx.partitionId, extra);
       return;
     }
     await ctx.ensureJournal(() => this.loadEntries(ctx.id));
-    if ((ctx.status as string) === 'completed' || ctx.poisoned) {
+    if (ctx.poisoned) return;
+    if ((ctx.status as string) === 'completed') {
       if (extra.length > 0) await this.submitStmts(ctx.partitionId, extra);
       return;
     }
@@ -1887,7 +2085,30 @@ export class Engine {
     }
   }
 
+  /**
+   * Carries out an outbox row of a served partition (once: a row being delivered, or delivered since the last poll
+   * began, is skipped). A row for a partition served elsewhere is its owner's: the owner is told to look.
+   */
   private async deliver(row: OutboxRow): Promise<void> {
+    if (!this.served.has(row.partitionId)) {
+      this.notifyOwner(row.partitionId);
+      return;
+    }
+    if (this.outboxSeen.has(row.seq)) return;
+    const seen = { partition: row.partitionId, round: Infinity };
+    this.outboxSeen.set(row.seq, seen);
+    try {
+      await this.deliverOnce(row);
+    } finally {
+      seen.round = this.outboxRound;
+    }
+  }
+
+  private async deliverOnce(row: OutboxRow): Promise<void> {
+    if (row.request !== undefined) {
+      await this.carryOut(row, row.request);
+      return;
+    }
     try {
       const target = await this.load(row.targetInvocationId);
       const remove = deleteOutbox(row.seq);
@@ -1930,6 +2151,126 @@ export class Engine {
     } catch (err) {
       this.log.warn({ err, seq: row.seq }, 'outbox delivery failed; it is retried on the next start');
     }
+  }
+
+  /** Work another node asked of this partition's owner: admit an invocation it created, or kill one. */
+  private async carryOut(row: OutboxRow, request: OutboxRequest): Promise<void> {
+    const remove = deleteOutbox(row.seq);
+    try {
+      if (request.kind === 'kill') {
+        const id = InvocationId.tryParse(row.targetInvocationId);
+        if (id !== undefined) {
+          await this.kill(id).catch((err: unknown) => {
+            // Gone or finished already: nothing left to kill. Anything else: the row stays and is tried again.
+            if (!(err instanceof InvocationNotFoundError || err instanceof InvocationAlreadyCompletedError)) throw err;
+          });
+        }
+        await this.submitStmts(row.partitionId, [remove]);
+        return;
+      }
+      await this.admitRequested(row, request, remove);
+    } catch (err) {
+      this.log.warn({ err, seq: row.seq }, 'outbox request could not be carried out; it is tried again');
+    }
+  }
+
+  /** A call or send from a partition served elsewhere: the callee is admitted here, as a local call admits it. */
+  private async admitRequested(
+    row: OutboxRow,
+    request: Extract<OutboxRequest, { kind: 'invoke' }>,
+    remove: Stmt,
+  ): Promise<void> {
+    const child = decodeNewInvocation(request.invocation);
+    const input = Buffer.from(request.input, 'base64');
+    const now = new Date();
+    const op = newWriteOp(row.partitionId, [orderKey(child.partitionKey)]);
+    op.stmts.push(remove);
+    let created = false;
+    let admitted: { stmts: Stmt[]; ctx: InvocationCtx } | undefined;
+    let runnable = false;
+    if (!this.active.has(child.id)) {
+      admitted = this.admit(child, input, op, now, request.deterministic, (inserted) => (created = inserted));
+      runnable = child.status === 'invoked';
+      op.stmts.push(...admitted.stmts);
+    }
+    const answers: OutboxRow[] = [];
+    const caller = request.caller;
+    if (caller !== undefined) {
+      const wait = awaitResult(child.id, caller.id, caller.partition, caller.completionId, caller.entryType, (r) =>
+        answers.push(r),
+      );
+      if (request.workflowRun === true) {
+        const again = insertOutbox(
+          {
+            partitionId: caller.partition,
+            targetInvocationId: caller.id,
+            entryType: caller.entryType,
+            completionId: caller.completionId,
+            signalIdx: null,
+            signalName: null,
+            sourceInvocationId: null,
+            raw: Buffer.from(
+              codec.notification(
+                { kind: 'completion', id: caller.completionId },
+                { kind: 'failure', failure: { code: 409, message: 'the workflow method was already invoked' } },
+              ),
+            ),
+          },
+          (r) => answers.push(r),
+        );
+        op.stmts.push({ ...wait, when: () => created }, { ...again, when: () => !created });
+      } else {
+        op.stmts.push(wait);
+      }
+    }
+    try {
+      await this.deps.committer.submit(op);
+    } catch (err) {
+      if (admitted !== undefined) this.undoAdmit(admitted.ctx);
+      throw err;
+    }
+    if (admitted !== undefined) {
+      if (created) {
+        this.deps.metrics.invocationsAccepted.inc({ invoked_by: child.invokedBy });
+        this.afterAdmit(admitted.ctx, runnable);
+      } else {
+        this.undoAdmit(admitted.ctx);
+      }
+    }
+    for (const r of answers) void this.deliver(r);
+  }
+
+  /** Tells the owner of a partition served elsewhere that its outbox has rows (coalesced; its poll is the fallback). */
+  private notifyOwner(partition: number): void {
+    this.toNotify.add(partition);
+    if (this.notifying) return;
+    this.notifying = true;
+    setImmediate(() => {
+      const partitions = [...this.toNotify];
+      this.toNotify.clear();
+      this.deps.pool
+        .query(`SELECT pg_notify($1, $2)`, [OUTBOX_CHANNEL, partitions.join(',')])
+        .catch((err: unknown) => this.log.debug({ err }, 'could not notify partition owners; they poll'))
+        .finally(() => {
+          this.notifying = false;
+          if (this.toNotify.size > 0) this.notifyOwner([...this.toNotify][0]!);
+        });
+    });
+  }
+
+  /**
+   * Reads the outbox of served partitions (all of them, or those named) and delivers what is not being delivered
+   * yet: rows other nodes wrote for partitions served here. Called when told (LISTEN) and every few seconds.
+   */
+  async pollOutbox(partitions?: number[]): Promise<void> {
+    const ids = (partitions ?? [...this.served]).filter((p) => this.served.has(p));
+    if (ids.length === 0 || this.stopped) return;
+    const round = ++this.outboxRound;
+    const rows = await listOutbox(this.deps.pool, ids);
+    for (const row of rows) void this.deliver(row);
+    // A row whose delivery finished before this read began cannot have been read by it (its delete had committed):
+    // forget it. Later ones are kept until the next read.
+    for (const [seq, seen] of this.outboxSeen) if (seen.round < round) this.outboxSeen.delete(seq);
   }
 
   /**
@@ -2089,21 +2430,17 @@ export class Engine {
       );
   }
 
-  /** Memory may be ahead of the database: drop this object and rebuild it from storage. */
+  /**
+   * Memory may be ahead of the database: this object is dead. Its partition is recovered from storage as a whole
+   * (the committer reports every failed write as suspect, and the cluster coordinator drops and recovers the partition),
+   * so nothing of it is re-armed here.
+   */
   private poison(ctx: InvocationCtx): void {
     if (ctx.poisoned) return;
     ctx.poisoned = true;
     ctx.attempt?.abort();
     ctx.attempt = undefined;
     if (this.active.get(ctx.id) === ctx) this.active.delete(ctx.id);
-    if (this.stopped) return;
-    setTimeout(() => {
-      void this.load(ctx.id).then((fresh) => {
-        if (fresh === undefined) return;
-        if (fresh.status === 'invoked') void this.startAttempt(fresh);
-        else if (fresh.status === 'suspended') void this.recheckSuspended(fresh);
-      });
-    }, 1000).unref();
   }
 
   /** The in-memory context of a non-completed invocation, loading it from storage if needed. */
@@ -2112,13 +2449,17 @@ export class Engine {
     if (known !== undefined) return Promise.resolve(known);
     let p = this.loading.get(id);
     if (p === undefined) {
+      const generation = this.generation;
       p = getInvocation(this.deps.pool, id)
         .then((row) => {
           if (row === undefined) return undefined;
           const again = this.active.get(id);
           if (again !== undefined) return again;
           const ctx = new InvocationCtx(row);
-          if (row.status !== 'completed') this.active.set(id, ctx);
+          if (row.status === 'completed') return ctx;
+          // Read before its partition was dropped, or for a partition served elsewhere: never installed, never acted on.
+          if (generation !== this.generation || !this.served.has(row.partitionId)) ctx.poisoned = true;
+          else this.active.set(id, ctx);
           return ctx;
         })
         .finally(() => this.loading.delete(id));
@@ -2243,6 +2584,12 @@ function pendingCallees(journal: JournalEntry[]): string[] {
   return callees;
 }
 
+/** The channel a node NOTIFYs (payload: comma-separated partitions) when it wrote outbox rows for another's. */
+export const OUTBOX_CHANNEL = 'ratchet_outbox';
+
+/** How often results awaited here of invocations served elsewhere are read from PostgreSQL. */
+const REMOTE_POLL_MS = 200;
+
 /** Virtual-object keys whose state the engine keeps in memory at most (least recently used go first). */
 const STATE_CACHE_KEYS = 10_000;
 
@@ -2271,6 +2618,15 @@ function resolveTarget(t: InvocationTarget, keyed: (service: string) => boolean)
     case 'workflow':
       return InvocationId.forWorkflow(t.workflowName, t.workflowKey);
   }
+}
+
+/**
+ * A write refused for want of a lease (its partition was given up, moved or is being recovered since the request
+ * passed the ownership check): it certainly did not happen, so the request may go to the partition's owner as if it
+ * had been refused at once.
+ */
+function rerouteIfFenced(err: unknown, partition: number): unknown {
+  return err instanceof FencingError ? new PartitionNotServedError(partition) : err;
 }
 
 /** Signal index 1 is cancellation; 2–16 are reserved; awakeables start at 17. */

@@ -119,3 +119,17 @@ export class PartitionUnavailableError extends ManagementError {
     super(`The partition of invocation '${id}' is not served by this node right now; retry the request.`);
   }
 }
+
+/**
+ * The partition is not served by this process at the moment the request reached the engine (another node owns it, it
+ * is moving, or it is being recovered). Thrown before anything was written, so the edges may send the request to the
+ * owner or try again; it reaches a client only when no owner could take it in time.
+ */
+export class PartitionNotServedError extends ManagementError {
+  readonly status = 503;
+  constructor(readonly partition: number) {
+    super(
+      `partition ${partition} is not served by this node right now (it is moving between nodes or being recovered); retry the request`,
+    );
+  }
+}

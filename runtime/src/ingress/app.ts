@@ -4,6 +4,7 @@ import { attachOrOutput, lookup } from './attach.ts';
 import { ingressAuthHook } from './auth.ts';
 import { completeAwakeable } from './awakeables.ts';
 import type { IngressDeps } from './deps.ts';
+import { PartitionNotServedError } from '../engine/management-errors.ts';
 import { IngressError, IngressErrors } from './errors.ts';
 import { invoke } from './invoke.ts';
 import { normalizePath, parseIngressPath } from './path.ts';
@@ -17,9 +18,10 @@ export function buildIngressApp(deps: IngressDeps): FastifyInstance {
   const app = Fastify({
     // Per-request logging would cost more than the invocation path itself; errors are logged by the handler below.
     logger: false,
-    // Calls wait for their invocation, possibly for long; on shutdown they are cut (clients retry with the
-    // idempotency key or re-attach) rather than holding the process open.
-    forceCloseConnections: true,
+    // Calls wait for their invocation, possibly for long: on shutdown idle connections close at once, and calls in
+    // flight get a bounded time to finish (runtime.ts), after which they are cut (clients retry with the idempotency
+    // key or re-attach) rather than holding the process open.
+    forceCloseConnections: 'idle',
     bodyLimit: deps.requestSizeLimit,
     // Restate paths carry URL-encoded keys and are parsed by us from the original URL. Routing every request as `/`
     // keeps fastify's router from decoding them first: it would refuse a key like `%FF` that restate answers itself.
@@ -36,7 +38,13 @@ export function buildIngressApp(deps: IngressDeps): FastifyInstance {
     reply.header('access-control-allow-credentials', 'true');
   });
 
-  app.setErrorHandler((err: Error & { statusCode?: number }, _req, reply) => {
+  app.setErrorHandler((err: Error & { statusCode?: number }, req, reply) => {
+    if (err instanceof PartitionNotServedError && deps.router !== undefined) {
+      // Refused before anything was written: the partition's owner serves it (or the next one, once there is one).
+      return deps.router
+        .serve('ingress', req, reply, err.partition)
+        .catch((e: Error) => sendError(reply, 503, e.message, 'ingress'));
+    }
     if (err instanceof IngressError) return sendError(reply, err.status, err.message, 'ingress');
     if (err instanceof AuthError) {
       reply.header('www-authenticate', err.challenge);

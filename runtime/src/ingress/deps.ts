@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Authenticator } from '../auth/verifier.ts';
+import type { RequestRouter } from '../cluster/forward.ts';
 import type { Engine } from '../engine/engine.ts';
 import type { SchemaRegistry } from '../schema/registry.ts';
 
@@ -10,4 +11,6 @@ export interface IngressDeps {
   requestSizeLimit: number;
   /** Managed mode: every request needs an access token. Undefined = dev mode, no authentication. */
   auth?: Authenticator | undefined;
+  /** Sends requests for partitions other nodes own to them; without it such requests are answered 503. */
+  router?: RequestRouter | undefined;
 }

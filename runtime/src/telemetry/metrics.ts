@@ -1,4 +1,4 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /** Every metric Ratchet exports, defined once. Names follow `ratchet_<component>_<what>_<unit>`. */
 export function createMetrics() {
@@ -40,6 +40,34 @@ export function createMetrics() {
       name: 'ratchet_storage_commit_duration_seconds',
       help: 'Duration of one group-commit transaction, from BEGIN to COMMIT.',
       buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+      registers: [registry],
+    }),
+    ownedPartitions: new Gauge({
+      name: 'ratchet_cluster_owned_partitions',
+      help: 'Partitions this node serves now.',
+      registers: [registry],
+    }),
+    liveNodes: new Gauge({
+      name: 'ratchet_cluster_live_nodes',
+      help: 'Runtime nodes with a fresh heartbeat, as this node saw them last.',
+      registers: [registry],
+    }),
+    partitionMoves: new Counter({
+      name: 'ratchet_cluster_partition_moves_total',
+      help: 'Partitions this node took (acquired), gave up to others (released) or found taken over (lost).',
+      labelNames: ['kind'] as const,
+      registers: [registry],
+    }),
+    partitionRecovery: new Histogram({
+      name: 'ratchet_cluster_partition_recovery_seconds',
+      help: 'Time to recover partitions from PostgreSQL after taking them (or after a failed write).',
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [registry],
+    }),
+    forwardedRequests: new Counter({
+      name: 'ratchet_cluster_forwarded_requests_total',
+      help: "Requests this node sent on to the partition's owner, by listener and outcome.",
+      labelNames: ['listener', 'result'] as const,
       registers: [registry],
     }),
   };

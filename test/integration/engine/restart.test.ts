@@ -70,7 +70,7 @@ describe('restart after SIGKILL', () => {
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) {
       const r = await call(runtime.ingressUrl, '/Durable/sleeper/send', `s${i}`);
-      expect(r.status).toBe(202);
+      expect(r.status, r.text).toBe(202);
       ids.push((r.json as { invocationId: string }).invocationId);
     }
     for (let i = 0; i < 3; i++) {

@@ -125,6 +125,8 @@ export async function startKubelet(options: KubeletOptions): Promise<Kubelet> {
     if (from?.fieldRef !== undefined) {
       if (from.fieldRef.fieldPath === 'metadata.name') return podName;
       if (from.fieldRef.fieldPath === 'metadata.namespace') return namespace;
+      // Every pod runs on loopback, each listener on its own port.
+      if (from.fieldRef.fieldPath === 'status.podIP') return '127.0.0.1';
     }
     return '';
   }

@@ -155,7 +155,27 @@ const Pod = Type.Object(
     sidecars: Type.Optional(OpaqueListByName('Extra containers in the runtime pods.', 16)),
     extraVolumes: Type.Optional(OpaqueListByName('Extra pod volumes.', 32)),
     extraVolumeMounts: Type.Optional(OpaqueListByName('Extra mounts in the runtime container.', 32)),
-    terminationGracePeriodSeconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 3600 })),
+    terminationGracePeriodSeconds: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 3600,
+        description:
+          'Seconds a runtime pod gets between SIGTERM and SIGKILL. Default: drainTimeout if set, else ' +
+          'shutdownDelaySeconds + 40 (the runtime drains for up to 30 s, plus 10 s to exit).',
+      }),
+    ),
+    shutdownDelaySeconds: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 30,
+        default: 5,
+        description:
+          'After SIGTERM a runtime pod reports not ready and hands its partitions to the other replicas at once, ' +
+          'then keeps serving (forwarding to the new owners) for this long, so that Service endpoints stop routing ' +
+          'to it before it closes its listeners (RATCHET_SHUTDOWN_DELAY). Shortened when the grace period leaves ' +
+          'less than 10 s for the drain after it.',
+      }),
+    ),
   },
   { description: 'Overrides for the runtime pods. Operator-owned keys win on conflicts.' },
 );
@@ -168,7 +188,12 @@ export const ClusterSpec = Type.Object(
     ),
     imagePullSecrets: Type.Optional(OpaqueListByName('Image pull secrets.', 16)),
     replicas: Type.Optional(
-      Type.Integer({ minimum: 1, maximum: 100, default: 1, description: 'Runtime pods (all stateless).' }),
+      Type.Integer({
+        minimum: 1,
+        maximum: 100,
+        default: 1,
+        description: 'Runtime pods. Each owns about 1/replicas of the partitions; all state is in PostgreSQL.',
+      }),
     ),
     database: Database,
     config: Type.Optional(
@@ -221,7 +246,13 @@ export const ClusterSpec = Type.Object(
     disruption: Type.Optional(
       Type.Object({
         maxUnavailable: Type.Optional(
-          Type.Integer({ minimum: 0, default: 1, description: 'PodDisruptionBudget maxUnavailable.' }),
+          Type.Integer({
+            minimum: 0,
+            default: 1,
+            description:
+              'PodDisruptionBudget maxUnavailable; at most replicas - 1 (with 2 or more replicas), so that a drain ' +
+              'always leaves a replica to own the partitions. 0 blocks every voluntary eviction, node drains included.',
+          }),
         ),
       }),
     ),
@@ -233,7 +264,12 @@ export const ClusterSpec = Type.Object(
       }),
     ),
     pod: Type.Optional(Pod),
-    drainTimeout: Type.Optional(Duration('How long runtime pods get to finish in-flight work on shutdown.')),
+    drainTimeout: Type.Optional(
+      Duration(
+        'The termination grace period of the runtime pods (rounded up to whole seconds) unless ' +
+          'pod.terminationGracePeriodSeconds is set: the shutdown delay and the drain of in-flight requests share it.',
+      ),
+    ),
   },
   { description: 'A Ratchet runtime cluster.' },
 );

@@ -77,6 +77,59 @@ export const COMPONENT_SCHEMAS: Record<string, Schema> = {
       features: { type: 'object', additionalProperties: { type: 'boolean' } },
     },
   },
+  ClusterHealthResponse: {
+    type: 'object',
+    description: 'Cluster health information',
+    required: ['cluster_name', 'nodes'],
+    properties: {
+      cluster_name: { ...string, description: 'Cluster name' },
+      metadata_cluster_health: {
+        oneOf: [
+          { type: 'null' },
+          {
+            type: 'object',
+            required: ['members'],
+            properties: {
+              members: {
+                type: 'array',
+                items: { type: 'integer', minimum: 0 },
+                description: 'Plain node ids of the live nodes (each holds the whole metadata: it is in PostgreSQL).',
+              },
+            },
+          },
+        ],
+      },
+      nodes: {
+        type: 'array',
+        description: 'Every registered runtime node (Ratchet).',
+        items: {
+          type: 'object',
+          required: [
+            'name',
+            'id',
+            'address',
+            'ingress_address',
+            'alive',
+            'leaving',
+            'started_at',
+            'last_heartbeat',
+            'leader_of',
+          ],
+          properties: {
+            name: { ...string, description: 'RATCHET_NODE_NAME of the node.' },
+            id: { type: 'integer', minimum: 0, description: 'Its plain node id.' },
+            address: { ...string, description: 'host:port of its admin listener, as peers reach it.' },
+            ingress_address: { ...string, description: 'host:port of its ingress listener, as peers reach it.' },
+            alive: { type: 'boolean', description: 'Its heartbeat is younger than the lease timeout.' },
+            leaving: { type: 'boolean', description: 'It is stopping and hands its partitions over.' },
+            started_at: { ...string, format: 'date-time' },
+            last_heartbeat: { ...string, format: 'date-time' },
+            leader_of: { type: 'array', items: { type: 'integer', minimum: 0 }, description: 'Partitions it leads.' },
+          },
+        },
+      },
+    },
+  },
   DeploymentId: { type: 'string', description: '`dp_1` followed by 22 base62 characters.' },
   SubscriptionId: { type: 'string', description: '`sub_1` followed by 22 base62 characters.' },
   KafkaClusterName: {

@@ -13,6 +13,7 @@ export type Tag =
   | 'service'
   | 'service_handler'
   | 'health'
+  | 'cluster_health'
   | 'version'
   | 'introspection'
   | 'openapi';
@@ -52,6 +53,7 @@ export const TAGS: { name: Tag; description: string }[] = [
   { name: 'service', description: 'Service management' },
   { name: 'service_handler', description: 'Service handlers metadata' },
   { name: 'health', description: 'Admin API health' },
+  { name: 'cluster_health', description: 'Cluster health: the runtime nodes and the partitions each one leads' },
   { name: 'version', description: 'API version' },
   { name: 'introspection', description: 'SQL over the introspection tables' },
   { name: 'openapi', description: 'This document' },
@@ -83,6 +85,17 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     description: 'Answers 200 with an empty body while the admin API is up.',
     success: [{ status: '200', description: 'Healthy' }],
     errors: [],
+  },
+  'GET /cluster-health': {
+    operationId: 'cluster_health',
+    tag: 'cluster_health',
+    summary: 'Cluster state endpoint',
+    description:
+      "restate's cluster health (the cluster name and the members, as plain node ids), and Ratchet's `nodes`: every " +
+      'runtime process registered in the database with its advertised admin and ingress addresses, whether its ' +
+      'heartbeat is fresh, and the partitions it holds a live lease of. Any node answers, from PostgreSQL.',
+    success: [{ status: '200', description: 'Cluster health information', schema: 'ClusterHealthResponse' }],
+    errors: [503],
   },
   'GET /version': {
     operationId: 'version',

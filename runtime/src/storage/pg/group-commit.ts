@@ -11,8 +11,21 @@ class CommitOutcomeUnknownError extends Error {
 }
 
 export class FencingError extends Error {
-  constructor(partitions: readonly number[]) {
-    super(`lost the lease of partition(s) ${partitions.join(', ')}; another process owns them now`);
+  /**
+   * A write refused because this process does not hold a partition it writes: it did not happen (the lease guard is the
+   * transaction's first statement, so nothing after it committed), and sending the request to the owner is safe.
+   * @param unsent refused by this process before anything was sent (the partition was given up or re-taken since the
+   *   write was made), rather than by the lease guard in the database.
+   */
+  constructor(
+    readonly partitions: readonly number[],
+    readonly unsent = false,
+  ) {
+    super(
+      unsent
+        ? `partition(s) ${partitions.join(', ')} are not held by this process (given up or being recovered)`
+        : `lost the lease of partition(s) ${partitions.join(', ')}; another process owns them now`,
+    );
     this.name = 'FencingError';
   }
 }
@@ -26,10 +39,14 @@ export interface Fencing {
   guard(partitions: ReadonlySet<number>): Stmt;
   /** Throws FencingError naming the partitions this process does not hold. */
   check(client: pg.ClientBase, partitions: ReadonlySet<number>): Promise<void>;
+  /** The epoch this process holds the partition at now; undefined when it does not hold it. */
+  epochOf(partition: number): string | undefined;
 }
 
 interface Pending {
   op: WriteOp;
+  /** The epochs of `op.partitions` when the write was submitted: it commits only under the same ones. */
+  epochs: string[];
   resolve: () => void;
   reject: (err: unknown) => void;
 }
@@ -43,6 +60,12 @@ export interface GroupCommitOptions {
    */
   concurrency: number;
   onCommit?: (writes: number, seconds: number) => void;
+  /**
+   * A transaction failed for a reason other than a statement's error (the connection or the server failed, the
+   * outcome is unknown, a lease was lost): what the writers of these partitions keep in memory may be ahead of the
+   * database.
+   */
+  onSuspect?: (partitions: number[], err: unknown) => void;
 }
 
 const INSERT_JOURNAL = {
@@ -82,8 +105,14 @@ export class GroupCommitter {
 
   submit(op: WriteOp): Promise<void> {
     if (this.closed) return Promise.reject(new Error('storage is shutting down'));
+    const epochs: string[] = [];
+    for (const p of op.partitions) {
+      const epoch = this.fencing.epochOf(p);
+      if (epoch === undefined) return Promise.reject(new FencingError([p], true));
+      epochs.push(epoch);
+    }
     return new Promise<void>((resolve, reject) => {
-      this.queue.push({ op, resolve, reject });
+      this.queue.push({ op, epochs, resolve, reject });
       this.schedule();
     });
   }
@@ -122,6 +151,10 @@ export class GroupCommitter {
     let barrier = false;
     let stopped = false;
     for (const p of this.queue) {
+      if (!this.stillHeld(p)) {
+        failed(p, new FencingError(p.op.partitions, true));
+        continue;
+      }
       if (stopped || batch.length >= this.options.maxBatch) {
         rest.push(p);
         continue;
@@ -167,26 +200,52 @@ export class GroupCommitter {
     this.schedule();
   }
 
+  /** The write's partitions are still held at the epochs it was made under. */
+  private stillHeld(p: Pending): boolean {
+    const parts = p.op.partitions;
+    for (let i = 0; i < parts.length; i++) if (this.fencing.epochOf(parts[i]!) !== p.epochs[i]) return false;
+    return true;
+  }
+
   private async run(batch: Pending[]): Promise<void> {
     try {
       await this.commit(batch.map((p) => p.op));
       for (const p of batch) committed(p);
     } catch (err) {
-      if (batch.length > 1 && !(err instanceof FencingError) && !(err instanceof CommitOutcomeUnknownError)) {
-        // The transaction was rolled back: isolate the write that failed so that one bad write does not fail its
-        // neighbours. (After an unknown COMMIT outcome nothing may be retried: the writes might be durable already.)
+      if (batch.length > 1 && (isStatementError(err) || err instanceof ParameterError || err instanceof FencingError)) {
+        // The transaction was rolled back at a statement's error (a lost lease is one): isolate the write that failed
+        // so that one bad write does not fail its neighbours. (Not after a lost connection or an unknown COMMIT
+        // outcome: the writes might be durable already, and the database is likely unreachable anyway.)
+        const lost = err instanceof FencingError ? new Set(err.partitions) : undefined;
         for (const p of batch) {
+          if (lost !== undefined && p.op.partitions.some((id) => lost.has(id))) {
+            this.reportSuspect([p], err);
+            failed(p, err);
+            continue;
+          }
           try {
             await this.commit([p.op]);
             committed(p);
           } catch (e) {
+            this.reportSuspect([p], e);
             failed(p, e);
           }
         }
       } else {
+        this.reportSuspect(batch, err);
         for (const p of batch) failed(p, err);
       }
     }
+  }
+
+  private reportSuspect(batch: Pending[], err: unknown): void {
+    // Every failure counts, a statement's error too: the writer's memory already shows the write as done. Only a
+    // write refused before it was sent leaves nothing to doubt (its partition was given up already).
+    if (this.options.onSuspect === undefined) return;
+    if (err instanceof FencingError && err.unsent) return;
+    const partitions = new Set<number>();
+    for (const p of batch) for (const id of p.op.partitions) partitions.add(id);
+    if (partitions.size > 0) this.options.onSuspect([...partitions], err);
   }
 
   private async commit(ops: WriteOp[]): Promise<void> {
@@ -204,6 +263,12 @@ export class GroupCommitter {
     const client = await this.pool.connect();
     let broken = false;
     let last = false;
+    // A checked-out client that loses its connection emits 'error' (and fails the query in flight): without a
+    // listener that event would end the process.
+    const onError = (): void => {
+      broken = true;
+    };
+    client.on('error', onError);
     try {
       // The whole transaction goes to PostgreSQL in one round trip (`runPipeline`: extended protocol, one Sync), as
       // one implicit transaction that the Sync commits. A statement that depends on an earlier result of this
@@ -245,6 +310,7 @@ export class GroupCommitter {
       }
       throw err;
     } finally {
+      client.off('error', onError);
       client.release(broken);
     }
   }

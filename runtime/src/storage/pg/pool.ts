@@ -22,6 +22,12 @@ export function createPool(options: PoolOptions): pg.Pool {
   pool.on('error', () => {
     // Errors on idle clients surface again on the next checkout; nothing to do here.
   });
+  // A client whose connection dies while checked out emits 'error' besides failing its query; the pool listens only
+  // while it is idle, and an 'error' event nobody listens to ends the process. The failed query reports the error to
+  // whoever ran it, and the holder releases the client as broken, so this listener has nothing more to do.
+  pool.on('connect', (client) => {
+    client.on('error', () => undefined);
+  });
   return pool;
 }
 

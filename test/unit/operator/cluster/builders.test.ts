@@ -22,6 +22,7 @@ import {
   buildRuntimeDeployment,
   configHash,
   type ConfigHashInputs,
+  operatorEnv,
 } from '../../../../operator/src/specs/runtime-deployment.ts';
 import { buildPostgresSecret, buildSigningKeySecret, buildTokenSecret } from '../../../../operator/src/specs/secret.ts';
 import { buildServiceAccount } from '../../../../operator/src/specs/service-account.ts';
@@ -30,7 +31,7 @@ import { clusterEndpoints, referencedSecrets } from '../../../../operator/src/sp
 import { clusterWatches } from '../../../../operator/src/controllers/cluster/watches.ts';
 import type { KubeObject } from '../../../../operator/src/kube/types.ts';
 import type { ClusterSpec } from '../../../../operator/src/api/v1alpha1/index.ts';
-import { loadConfig } from '../../../../runtime/src/config/config.ts';
+import { loadConfig, SETTINGS } from '../../../../runtime/src/config/config.ts';
 import { cluster, NAMESPACE, OPERATOR_NAMESPACE, UID, unb64 } from './fixtures.ts';
 
 const OWNER = {
@@ -52,6 +53,15 @@ function runtimeContainer(spec: Parameters<typeof cluster>[0] = {}) {
 
 function envOf(spec: Parameters<typeof cluster>[0] = {}): Record<string, EnvVar> {
   return Object.fromEntries((runtimeContainer(spec).env ?? []).map((e) => [e.name, e]));
+}
+
+/** The pods' grace period and the shutdown delay they are told. */
+function timing(spec: Parameters<typeof cluster>[0] = {}): { grace: number | undefined; delay: string | undefined } {
+  const pod = deployment(spec).spec.template.spec;
+  return {
+    grace: pod.terminationGracePeriodSeconds,
+    delay: pod.containers[0]!.env!.find((e) => e.name === 'RATCHET_SHUTDOWN_DELAY')?.value,
+  };
 }
 
 describe('every child', () => {
@@ -98,6 +108,9 @@ describe('runtime Deployment', () => {
   it('has the operator-owned environment the runtime reads', () => {
     expect(runtimeContainer().env).toEqual([
       { name: 'RATCHET_CLUSTER_NAME', value: 'demo' },
+      { name: 'RATCHET_NODE_NAME', valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.name' } } },
+      { name: 'RATCHET_ADVERTISED_ADDRESS', valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'status.podIP' } } },
+      { name: 'RATCHET_SHUTDOWN_DELAY', value: '5s' },
       { name: 'RATCHET_DATABASE_URL', valueFrom: { secretKeyRef: { name: 'pg-dsn', key: 'uri' } } },
       { name: 'RATCHET_DATABASE_POOL_SIZE', value: '20' },
       { name: 'RATCHET_INGRESS_BIND', value: '0.0.0.0:8080' },
@@ -131,6 +144,10 @@ describe('runtime Deployment', () => {
         env: [
           { name: 'RATCHET_CLUSTER_NAME', value: 'hijack' },
           { name: 'RATCHET_DATABASE_URL', value: 'postgres://elsewhere' },
+          // One name for every pod would make them fight over leases; a fixed address would forward to one pod.
+          { name: 'RATCHET_NODE_NAME', value: 'same-for-all' },
+          { name: 'RATCHET_ADVERTISED_ADDRESS', valueFrom: { fieldRef: { fieldPath: 'status.hostIP' } } },
+          { name: 'RATCHET_SHUTDOWN_DELAY', value: '10m' },
           { name: 'RATCHET_LOG_LEVEL', value: 'debug' },
           { name: 'HTTP_PROXY', valueFrom: { secretKeyRef: { name: 'p', key: 'url' } } },
         ],
@@ -141,6 +158,11 @@ describe('runtime Deployment', () => {
     ]);
     expect(env.filter((e) => e.name === 'RATCHET_DATABASE_URL')).toHaveLength(1);
     expect(env.find((e) => e.name === 'RATCHET_DATABASE_URL')?.value).toBeUndefined();
+    expect(env.filter((e) => e.name.match(/^RATCHET_(NODE_NAME|ADVERTISED_ADDRESS|SHUTDOWN_DELAY)$/))).toEqual([
+      { name: 'RATCHET_NODE_NAME', valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.name' } } },
+      { name: 'RATCHET_ADVERTISED_ADDRESS', valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'status.podIP' } } },
+      { name: 'RATCHET_SHUTDOWN_DELAY', value: '5s' },
+    ]);
     // User variables come last so they can refer to the operator's as $(RATCHET_…).
     expect(env.slice(-2)).toEqual([
       { name: 'RATCHET_LOG_LEVEL', value: 'debug' },
@@ -183,6 +205,22 @@ describe('runtime Deployment', () => {
     expect(c.startupProbe?.httpGet).toEqual({ path: '/health', port: 5122 });
     // The startup budget covers migrations before liveness may kill the pod.
     expect(c.startupProbe!.periodSeconds * c.startupProbe!.failureThreshold).toBeGreaterThanOrEqual(300);
+  });
+
+  it('sees a new pod ready within 2 s, and rides out a failover before pulling pods from the Services', () => {
+    const c = runtimeContainer();
+    expect(c.readinessProbe).toEqual({
+      httpGet: { path: '/ready', port: 5122 },
+      periodSeconds: 2,
+      timeoutSeconds: 2,
+      failureThreshold: 3,
+    });
+    // /ready fails on every pod while a crashed pod's partitions are between owners (~1-2 s once its leases lapse):
+    // a pod leaves the Services only after more consecutive failing time than that.
+    const failingBeforeUnready = (c.readinessProbe!.failureThreshold - 1) * c.readinessProbe!.periodSeconds;
+    expect(failingBeforeUnready).toBeGreaterThanOrEqual(4);
+    // Liveness stays generous: a minute of failed /health before a restart.
+    expect(c.livenessProbe!.periodSeconds * c.livenessProbe!.failureThreshold).toBe(60);
   });
 
   it('runs non-root on a read-only root file system with emptyDirs for /tmp and the data directory', () => {
@@ -289,10 +327,39 @@ describe('runtime Deployment', () => {
     expect(c.securityContext).toMatchObject({ readOnlyRootFilesystem: false, capabilities: { drop: ['ALL'] } });
   });
 
-  it('derives the grace period from drainTimeout unless the pod sets one', () => {
-    expect(deployment({ drainTimeout: '2m30s' }).spec.template.spec.terminationGracePeriodSeconds).toBe(150);
-    expect(deployment({ drainTimeout: '500ms' }).spec.template.spec.terminationGracePeriodSeconds).toBe(1);
-    expect(deployment().spec.template.spec.terminationGracePeriodSeconds).toBeUndefined();
+  it('gives pods a grace period of shutdown delay + 30 s drain + 10 s by default', () => {
+    expect(timing()).toEqual({ grace: 45, delay: '5s' });
+    expect(timing({ pod: { shutdownDelaySeconds: 15 } })).toEqual({ grace: 55, delay: '15s' });
+    expect(timing({ pod: { shutdownDelaySeconds: 0 } })).toEqual({ grace: 40, delay: '0s' });
+  });
+
+  it("keeps the user's grace period (pod or drainTimeout) and shortens the delay to leave 10 s to drain", () => {
+    expect(timing({ pod: { terminationGracePeriodSeconds: 90 } })).toEqual({ grace: 90, delay: '5s' });
+    // Shorter than delay + drain: the drain gets less, the delay is kept while 10 s remain after it.
+    expect(timing({ pod: { terminationGracePeriodSeconds: 20 } })).toEqual({ grace: 20, delay: '5s' });
+    expect(timing({ pod: { terminationGracePeriodSeconds: 12 } })).toEqual({ grace: 12, delay: '2s' });
+    expect(timing({ pod: { terminationGracePeriodSeconds: 5 } })).toEqual({ grace: 5, delay: '0s' });
+    expect(timing({ pod: { terminationGracePeriodSeconds: 0 } })).toEqual({ grace: 0, delay: '0s' });
+    expect(timing({ pod: { terminationGracePeriodSeconds: 30, shutdownDelaySeconds: 30 } })).toEqual({
+      grace: 30,
+      delay: '20s',
+    });
+    expect(timing({ drainTimeout: '2m30s' })).toEqual({ grace: 150, delay: '5s' });
+    expect(timing({ drainTimeout: '500ms' })).toEqual({ grace: 1, delay: '0s' });
+    expect(timing({ drainTimeout: '2m30s', pod: { terminationGracePeriodSeconds: 60 } })).toEqual({
+      grace: 60,
+      delay: '5s',
+    });
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 3600 }), fc.integer({ min: 0, max: 30 }), (grace, shutdownDelaySeconds) => {
+        const t = timing({ pod: { terminationGracePeriodSeconds: grace, shutdownDelaySeconds } });
+        const delay = Number(t.delay!.replace(/s$/, ''));
+        expect(t.grace).toBe(grace);
+        expect(delay).toBeLessThanOrEqual(shutdownDelaySeconds);
+        expect(delay === shutdownDelaySeconds || delay === Math.max(0, grace - 10)).toBe(true);
+        expect(delay === 0 || grace - delay >= 10).toBe(true);
+      }),
+    );
   });
 
   it('is deterministic', () => {
@@ -353,12 +420,14 @@ describe('runtime ConfigMap', () => {
       database: { url: 'postgres://x', 'pool-size': 3 },
       admin: { bind: '127.0.0.1:1' },
       auth: { 'keys-file': '/nope' },
+      cluster: { 'advertised-address': '10.0.0.1', 'shutdown-delay': '1m', 'lease-timeout': '5s' },
       'database.url': 'flat form too',
       worker: { 'cleanup-interval': '1m' },
       invoker: { 'inactivity-timeout': '1m', 'concurrency-limit': 100 },
       log: { level: 'debug' },
     });
     expect(parse(toml)).toEqual({
+      cluster: { 'lease-timeout': '5s' },
       invoker: { 'concurrency-limit': 100, 'inactivity-timeout': '1m' },
       log: { level: 'debug' },
       worker: { 'cleanup-interval': '1m' },
@@ -401,6 +470,15 @@ describe('runtime ConfigMap', () => {
 });
 
 describe('the runtime reads what the pods get', () => {
+  it('knows every variable the operator sets, and the operator keeps their file keys out of ratchet.toml', () => {
+    const names = operatorEnv(cluster({ tls: { introspection: { name: 't' } } }))
+      .map((e) => e.name)
+      .filter((name) => name !== 'RATCHET_CONFIG');
+    const settings: Readonly<Record<string, string>> = SETTINGS;
+    expect(names.filter((name) => settings[name] === undefined)).toEqual([]);
+    expect(names.map((name) => settings[name]).filter((key) => !OPERATOR_OWNED_CONFIG_KEYS.has(key!))).toEqual([]);
+  });
+
   it("loads the operator's environment and rendered file without complaint", async () => {
     const dir = await mkdtemp(join(tmpdir(), 'ratchet-cfg-'));
     try {
@@ -409,22 +487,33 @@ describe('the runtime reads what the pods get', () => {
         file,
         renderRuntimeConfig({
           'cluster-name': 'ignored',
+          cluster: { 'advertised-address': 'one-for-all', 'shutdown-delay': '10m', 'lease-timeout': '4s' },
           log: { level: 'debug' },
           invoker: { 'inactivity-timeout': '2m' },
         }),
       );
+      // What the kubelet resolves: the DSN from its Secret, the pod's own name and IP from the downward API.
+      const resolved: Record<string, string> = {
+        'metadata.name': 'demo-7c9d8f6b5-x2k4q',
+        'status.podIP': '10.244.1.7',
+      };
       const env: Record<string, string> = {};
       for (const e of runtimeContainer({ tls: { introspection: { name: 't' } } }).env ?? []) {
-        // The secretKeyRef is resolved by the kubelet; any DSN stands in for it.
-        env[e.name] = e.value ?? 'postgres://ratchet:pw@db:5432/ratchet';
+        const field = e.valueFrom?.fieldRef?.fieldPath;
+        env[e.name] = e.value ?? (field === undefined ? 'postgres://ratchet:pw@db:5432/ratchet' : resolved[field]!);
       }
       env['RATCHET_CONFIG'] = file;
       const config = loadConfig({ env, cwd: dir });
       expect(config.clusterName).toBe('demo');
+      expect(config.nodeName).toBe('demo-7c9d8f6b5-x2k4q');
+      expect(config.cluster.advertisedAddress).toBe('10.244.1.7');
+      expect(config.cluster.shutdownDelayMs).toBe(5_000);
+      expect(config.cluster.leaseTimeoutMs).toBe(4_000);
       expect(config.ingress.bind).toMatchObject({ host: '0.0.0.0', port: 8080 });
       expect(config.metrics.bind).toMatchObject({ host: '0.0.0.0', port: 5122 });
       expect(config.auth.keysFile).toBe('/etc/ratchet/config/auth-keys.pem');
       expect(config.dataDir).toBe('/var/lib/ratchet');
+      // An unknown RATCHET_* variable is only a warning to the runtime: this is where a renamed setting shows.
       expect(config.warnings).toEqual([]);
     } finally {
       await rm(dir, { recursive: true, force: true });
@@ -484,16 +573,48 @@ describe('Services', () => {
 });
 
 describe('PodDisruptionBudget', () => {
-  it('allows one voluntary disruption by default', () => {
+  const maxUnavailable = (spec: Parameters<typeof cluster>[0]) =>
+    buildPodDisruptionBudget(cluster(spec)).spec.maxUnavailable;
+
+  it('allows one voluntary disruption by default, so a drain never waits forever on a single replica', () => {
     const pdb = buildPodDisruptionBudget(cluster());
     expect(pdb.apiVersion).toBe('policy/v1');
     expect(pdb.spec.maxUnavailable).toBe(1);
+    expect(pdb.spec.unhealthyPodEvictionPolicy).toBe('AlwaysAllow');
     expect(pdb.spec.selector.matchLabels['app.kubernetes.io/component']).toBe('runtime');
-    expect(buildPodDisruptionBudget(cluster({ disruption: { maxUnavailable: 0 } })).spec.maxUnavailable).toBe(0);
+    expect(maxUnavailable({ replicas: 3 })).toBe(1);
+    expect(maxUnavailable({ replicas: 1, disruption: { maxUnavailable: 3 } })).toBe(1);
+    // The user's 0 blocks every voluntary eviction: their choice, kept.
+    expect(maxUnavailable({ disruption: { maxUnavailable: 0 } })).toBe(0);
+  });
+
+  it('always leaves a replica to take the partitions of the evicted ones', () => {
+    expect(maxUnavailable({ replicas: 5, disruption: { maxUnavailable: 2 } })).toBe(2);
+    expect(maxUnavailable({ replicas: 3, disruption: { maxUnavailable: 3 } })).toBe(2);
+    expect(maxUnavailable({ replicas: 2, disruption: { maxUnavailable: 10 } })).toBe(1);
   });
 });
 
 describe('NetworkPolicy', () => {
+  /** The runtime pods forward requests to a partition's owner on its pod IP. */
+  const PEER_RULE = {
+    ports: [
+      { port: 8080, protocol: 'TCP' },
+      { port: 9070, protocol: 'TCP' },
+    ],
+    from: [
+      {
+        podSelector: {
+          matchLabels: {
+            'app.kubernetes.io/name': 'ratchet',
+            'app.kubernetes.io/instance': 'demo',
+            'app.kubernetes.io/component': 'runtime',
+          },
+        },
+      },
+    ],
+  };
+
   it('is off by default', () => {
     expect(buildNetworkPolicy(cluster(), OPERATOR_NAMESPACE)).toBeUndefined();
   });
@@ -503,7 +624,9 @@ describe('NetworkPolicy', () => {
     expect(np.metadata.name).toBe('demo-runtime');
     expect(np.spec.policyTypes).toEqual(['Ingress']);
     expect(np.spec).not.toHaveProperty('egress');
-    const byPort = Object.fromEntries(np.spec.ingress.map((r) => [r.ports[0]!.port, r]));
+    const [peers, ...byListener] = [...np.spec.ingress].reverse();
+    expect(peers).toEqual(PEER_RULE);
+    const byPort = Object.fromEntries(byListener.map((r) => [r.ports[0]!.port, r]));
     const sameAndOperator = [
       { podSelector: {} },
       { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': OPERATOR_NAMESPACE } } },
@@ -521,8 +644,10 @@ describe('NetworkPolicy', () => {
       cluster({ networkPolicy: { enabled: true, allowFrom: { ingress: [peer], admin: [] } } }),
       NAMESPACE,
     )!;
-    const ports = np.spec.ingress.map((r) => r.ports[0]!.port);
-    expect(ports).toEqual([8080, 9071, 3100, 5122]);
+    const ports = np.spec.ingress.map((r) => r.ports.map((p) => p.port));
+    expect(ports).toEqual([[8080], [9071], [3100], [5122], [8080, 9070]]);
+    // The replicas still reach each other's admin listener: the peer rule does not depend on allowFrom.
+    expect(np.spec.ingress.at(-1)).toEqual(PEER_RULE);
     expect(np.spec.ingress[0]!.from).toEqual([peer]);
     // The operator runs in the Cluster's namespace here: one peer covers both.
     expect(np.spec.ingress[1]!.from).toEqual([{ podSelector: {} }]);

@@ -210,6 +210,11 @@ describe('invalid objects are rejected with the message the user sees', () => {
       'spec.retirement.drainTimeout: must match pattern "^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"',
     ],
     [
+      'a shutdown delay over 30 s',
+      withSpec(base.cluster, { pod: { shutdownDelaySeconds: 31 } }),
+      'spec.pod.shutdownDelaySeconds: must be <= 30',
+    ],
+    [
       'a topic with a slash',
       withSpec(base.subscription, { source: { kafka: { cluster: 'k', topic: 'a/b' } } }),
       'spec.source.kafka.topic: must match pattern "^[a-zA-Z0-9._-]+$"',
@@ -232,6 +237,8 @@ describe('invalid objects are rejected with the message the user sees', () => {
     const spec = validators.get('Cluster')!.defaulted(doc)['spec'] as JsonObject;
     expect(spec['replicas']).toBe(1);
     expect(spec['database']).toEqual({ secretRef: { name: 'db', key: 'uri' }, maxConnections: 20 });
+    const pod = validators.get('Cluster')!.defaulted(withSpec(base.cluster, { pod: {} }))['spec'] as JsonObject;
+    expect(pod['pod']).toEqual({ shutdownDelaySeconds: 5 });
     const retired = validators.get('Deployment')!.defaulted(withSpec(base.deployment, { retirement: {} }));
     expect((retired['spec'] as JsonObject)['retirement']).toEqual({ deletionPolicy: 'Drain', drainTimeout: '1h', gracePeriod: '5m' });
   });

@@ -99,6 +99,16 @@ export async function getInvocation(db: pg.Pool | pg.ClientBase, id: string): Pr
   return r === undefined ? undefined : toRow(r);
 }
 
+/** Several invocations at once (those that exist). */
+export async function getInvocations(db: pg.Pool, ids: string[]): Promise<InvocationRow[]> {
+  const res = await db.query({
+    name: 'invocation_get_many',
+    text: `SELECT ${COLUMNS} FROM ratchet.invocation WHERE id = ANY($1::text[])`,
+    values: [ids],
+  });
+  return (res.rows as Record<string, unknown>[]).map(toRow);
+}
+
 /** Everything a restarted owner must pick up again: not completed, in the partitions it now owns. */
 export async function listActiveInvocations(db: pg.Pool, partitions: number[]): Promise<InvocationRow[]> {
   const res = await db.query(

@@ -26,8 +26,16 @@ export function transferLock(service: string, key: string, from: string, to: str
   };
 }
 
-export async function listLocks(db: pg.Pool): Promise<{ service: string; key: string; invocationId: string }[]> {
-  const res = await db.query('SELECT service_name, service_key, invocation_id FROM ratchet.keyed_lock');
+/** The key locks of the given partitions (a lock's holder is an invocation of its key, so of the key's partition). */
+export async function listLocks(
+  db: pg.Pool,
+  partitions: number[],
+): Promise<{ service: string; key: string; invocationId: string }[]> {
+  const res = await db.query(
+    `SELECT l.service_name, l.service_key, l.invocation_id FROM ratchet.keyed_lock l
+     JOIN ratchet.invocation i ON i.id = l.invocation_id WHERE i.partition_id = ANY($1::int[])`,
+    [partitions],
+  );
   return (res.rows as Record<string, string>[]).map((r) => ({
     service: r.service_name!,
     key: r.service_key!,

@@ -17,10 +17,31 @@ export interface OutboxRow {
   /** The promise whose state becomes the payload (GetPromise / PeekPromise answers). */
   sourcePromise?: { service: string; key: string; name: string } | undefined;
   raw: Buffer | null;
+  /** Work for the target partition's owner other than a notification (see `OutboxRequest`); entry type 0. */
+  request?: OutboxRequest | undefined;
 }
 
+/**
+ * What a node asks of another partition's owner through the outbox: admit an invocation a call or send created (and,
+ * for a call, send the caller its result), or kill an invocation whose caller was killed.
+ */
+export type OutboxRequest =
+  | {
+      kind: 'invoke';
+      /** The new invocation's row (`NewInvocation` in JSON: bigint and dates as strings, the input in base64). */
+      invocation: Record<string, unknown>;
+      input: string;
+      /** A call: the caller waits for the result under this completion id. */
+      caller?: { id: string; partition: number; completionId: number; entryType: number } | undefined;
+      /** A call of a workflow's run: a second one fails (409) instead of joining the first. */
+      workflowRun?: boolean | undefined;
+      /** The id was derived (idempotency or workflow key): it may exist already. */
+      deterministic: boolean;
+    }
+  | { kind: 'kill' };
+
 export const OUTBOX_COLUMNS = `seq::text, partition_id, target_invocation_id, entry_type, completion_id, signal_idx,
-  signal_name, source_invocation_id, source_promise_service, source_promise_key, source_promise_name, raw`;
+  signal_name, source_invocation_id, source_promise_service, source_promise_key, source_promise_name, raw, request`;
 
 export function toOutboxRow(r: Record<string, unknown>): OutboxRow {
   return {
@@ -41,6 +62,7 @@ export function toOutboxRow(r: Record<string, unknown>): OutboxRow {
             name: r.source_promise_name as string,
           },
     raw: r.raw as Buffer | null,
+    request: (r.request ?? undefined) as OutboxRequest | undefined,
   };
 }
 
@@ -60,6 +82,22 @@ export function insertOutbox(row: Omit<OutboxRow, 'seq'>, onRow: (row: OutboxRow
       row.sourceInvocationId,
       row.raw,
     ],
+    onResult: (rows) => rows.forEach((r) => onRow(toOutboxRow(r))),
+  };
+}
+
+/** Asks the owner of `partition` to carry out `request` for `targetInvocationId`. */
+export function insertOutboxRequest(
+  partition: number,
+  targetInvocationId: string,
+  request: OutboxRequest,
+  onRow: (row: OutboxRow) => void,
+): Stmt {
+  return {
+    name: 'outbox_insert_request',
+    text: `INSERT INTO ratchet.outbox (partition_id, target_invocation_id, entry_type, request)
+           VALUES ($1, $2, 0, $3::jsonb) RETURNING ${OUTBOX_COLUMNS}`,
+    values: [partition, targetInvocationId, JSON.stringify(request)],
     onResult: (rows) => rows.forEach((r) => onRow(toOutboxRow(r))),
   };
 }

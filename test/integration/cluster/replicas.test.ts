@@ -1,0 +1,161 @@
+import * as restate from '@restatedev/restate-sdk';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { partitionKeyForKey } from '../../../runtime/src/ids/partition-key.ts';
+import { partitionFor } from '../../../runtime/src/storage/pg/leases.ts';
+import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
+import { startEndpoint, type SdkEndpoint } from '../../support/sdk-endpoint.ts';
+import { waitFor } from '../../support/wait.ts';
+import { call, registerDeployment } from '../support/runtime.ts';
+import { clusterHealth, startNode, waitForBalance, waitForService, type ClusterNode } from './support.ts';
+
+/**
+ * Three runtime processes on one PostgreSQL share the partitions (each within ±1 of its share), and every node serves
+ * every request: ingress calls for keys of every partition, calls between objects whose partitions live on different
+ * nodes, and admin operations on invocations another node owns.
+ */
+
+const counter = restate.object({
+  name: 'Counter',
+  handlers: {
+    add: async (ctx: restate.ObjectContext, n: number): Promise<number> => {
+      const value = ((await ctx.get<number>('value')) ?? 0) + n;
+      ctx.set('value', value);
+      return value;
+    },
+    get: restate.handlers.object.shared(
+      async (ctx: restate.ObjectSharedContext): Promise<number> => (await ctx.get<number>('value')) ?? 0,
+    ),
+  },
+});
+
+const fanout = restate.service({
+  name: 'Fanout',
+  handlers: {
+    /** Calls Counter/add on several keys (their partitions are spread over the nodes) and sends one more. */
+    spread: async (ctx: restate.Context, keys: string[]): Promise<number[]> => {
+      const results: number[] = [];
+      for (const key of keys) results.push(await ctx.objectClient(counter, key).add(1));
+      ctx.objectSendClient(counter, `${keys[0]!}-sent`).add(10);
+      return results;
+    },
+    nap: async (ctx: restate.Context): Promise<string> => {
+      await ctx.sleep(60_000);
+      return 'woke';
+    },
+  },
+});
+
+const PARTITIONS = 12;
+
+describe('three runtime processes on one database', () => {
+  let db: TestDatabase;
+  let endpoint: SdkEndpoint;
+  const nodes: ClusterNode[] = [];
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    endpoint = await startEndpoint({ services: [counter, fanout], transport: 'h2' });
+    const env = { RATCHET_PARTITIONS: String(PARTITIONS) };
+    // One after the other: the first takes every partition, the next ones get their share handed over.
+    for (const name of ['node-a', 'node-b', 'node-c']) nodes.push(await startNode(db.url, name, env));
+  });
+
+  afterAll(async () => {
+    for (const n of nodes) await n.process.stop();
+    await endpoint?.close();
+    await db?.drop();
+  });
+
+  const output = (): string => nodes.map((n) => `--- ${n.name}\n${n.process.output()}`).join('\n');
+
+  it('balances the partitions within ±1 and reports them in cluster health and SQL', async () => {
+    const ms = await waitForBalance(
+      nodes[0]!,
+      nodes.map((n) => n.name),
+      PARTITIONS,
+    );
+    console.log(`balanced ${PARTITIONS} partitions over 3 nodes in ${ms} ms after the last node started`);
+    const health = await clusterHealth(nodes[1]!);
+    expect(health.cluster_name).toBe('localcluster');
+    expect(health.metadata_cluster_health?.members).toHaveLength(3);
+    for (const n of health.nodes) {
+      expect(n.alive).toBe(true);
+      expect(n.address).toMatch(/^127\.0\.0\.1:\d+$/);
+      expect(n.leader_of.length).toBe(4);
+    }
+  });
+
+  it('serves calls for keys of every partition through every node', async () => {
+    expect((await registerDeployment(nodes[0]!.process.adminUrl, endpoint.url)).status).toBe(201);
+    for (const n of nodes) await waitForService(n, 'Counter');
+    // 48 keys cover all 12 partitions with high probability; every key is called through every node.
+    const keys = Array.from({ length: 48 }, (_, i) => `key-${i}`);
+    await Promise.all(
+      keys.map(async (key) => {
+        for (const [i, n] of nodes.entries()) {
+          const r = await call(n.process.ingressUrl, `/Counter/${key}/add`, 1);
+          expect({ key, node: n.name, status: r.status, body: r.text }).toEqual({
+            key,
+            node: n.name,
+            status: 200,
+            body: String(i + 1),
+          });
+        }
+      }),
+    );
+    // The keys covered every partition, so every node served calls for partitions it owns and for others'.
+    expect(new Set(keys.map((k) => partitionFor(partitionKeyForKey(k), PARTITIONS))).size).toBe(PARTITIONS);
+    for (const n of nodes) {
+      const metrics = await (await fetch(`${n.process.metricsUrl}/metrics`)).text();
+      const forwarded = /ratchet_cluster_forwarded_requests_total\{listener="ingress",result="forwarded"\} (\d+)/.exec(
+        metrics,
+      );
+      expect(Number(forwarded?.[1] ?? 0)).toBeGreaterThan(0);
+    }
+  }, 120_000);
+
+  it('runs calls between objects whose partitions are served by different nodes', async () => {
+    const keys = ['x1', 'x2', 'x3', 'x4', 'x5', 'x6'];
+    for (const [i, n] of nodes.entries()) {
+      const r = await call(n.process.ingressUrl, '/Fanout/spread', keys);
+      if (r.status !== 200) console.log(output());
+      expect(r.status).toBe(200);
+      expect(r.json).toEqual(keys.map(() => i + 1));
+    }
+    // The one-way sends arrived too.
+    await waitFor(async () => {
+      const r = await call(nodes[0]!.process.ingressUrl, `/Counter/x1-sent/get`);
+      expect(r.text).toBe('30');
+    });
+  }, 60_000);
+
+  it('manages an invocation through a node that does not own its partition', async () => {
+    const sent = await call(nodes[0]!.process.ingressUrl, '/Fanout/nap/send');
+    expect(sent.status).toBe(202);
+    const id = (sent.json as { invocationId: string }).invocationId;
+    for (const n of nodes) {
+      const res = await fetch(`${n.process.adminUrl}/invocations/${id}/pause`, { method: 'PATCH' });
+      expect([200, 202, 409]).toContain(res.status);
+    }
+    const killed = await fetch(`${nodes[2]!.process.adminUrl}/invocations/${id}/kill`, { method: 'PATCH' });
+    expect(killed.status).toBe(200);
+    const attach = await fetch(`${nodes[1]!.process.ingressUrl}/restate/invocation/${id}/output`);
+    expect(attach.status).toBe(409);
+    expect(await attach.text()).toMatch(/killed/);
+    // State of a key another node owns, replaced through any node.
+    for (const n of nodes) {
+      const res = await fetch(`${n.process.adminUrl}/services/Counter/state`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ object_key: `state-${n.name}`, new_state: { value: [0x35] } }),
+      });
+      expect(res.status).toBe(202);
+    }
+    for (const n of nodes) {
+      await waitFor(async () => {
+        const r = await call(nodes[(nodes.indexOf(n) + 1) % 3]!.process.ingressUrl, `/Counter/state-${n.name}/get`);
+        expect(r.text).toBe('5');
+      });
+    }
+  }, 60_000);
+});
