@@ -35,9 +35,10 @@ async function main(): Promise<void> {
         avoidPorts: [config.ingress, config.admin, config.introspection, config.observability, config.metrics].map(
           (l) => l.bind.port,
         ),
+        // The runtime rides out the outage (not ready, requests answered 503, partitions recovered afterwards).
+        restart: true,
         onUnexpectedExit: (status) => {
-          logger.error(status, 'the embedded PostgreSQL exited unexpectedly; stopping');
-          void stop('postgres-exit', 1);
+          logger.error(status, 'the embedded PostgreSQL exited unexpectedly; restarting it on the same data');
         },
       });
       databaseUrl = embedded.url;
@@ -84,6 +85,11 @@ async function main(): Promise<void> {
     logger.flush();
     process.exit(code);
   };
+  // Last line of defence: a promise rejection nobody handled is a bug to report, not a reason to drop every
+  // invocation in flight (the process stays up; the error names the bug).
+  process.on('unhandledRejection', (reason) => {
+    logger.error({ err: reason }, 'unhandled promise rejection (a bug in Ratchet; please report it)');
+  });
   const startup = start();
   process.on('SIGINT', () => void stop('SIGINT', 0));
   process.on('SIGTERM', () => void stop('SIGTERM', 0));

@@ -2418,7 +2418,16 @@ export class Engine {
             if (!ctx.poisoned) after?.();
           },
           (err: unknown) => {
-            this.log.error({ err, 'service.invocation.id': ctx.id }, 'write failed; reloading the invocation');
+            // The partition is recovered from PostgreSQL (see poison); refused writes of a partition given up are
+            // expected, anything else is worth a warning (a database outage logs one per failed write).
+            if (err instanceof FencingError && err.unsent) {
+              this.log.debug({ err, 'service.invocation.id': ctx.id }, 'write refused: the partition moved');
+            } else {
+              this.log.warn(
+                { err, 'service.invocation.id': ctx.id },
+                'write failed; the invocation is recovered from PostgreSQL',
+              );
+            }
             this.poison(ctx);
             throw err;
           },

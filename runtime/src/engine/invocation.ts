@@ -158,6 +158,8 @@ export class InvocationCtx implements NotificationIndex {
 
   /** Chains a durable write so that later steps can wait for everything queued so far. */
   track(write: Promise<void>): Promise<void> {
+    // Handled at once: `write` may fail before the writes queued ahead of it settle, i.e. before `next` listens to it.
+    write.catch(() => undefined);
     const next = this.lastWrite.then(() => write);
     this.lastWrite = next.catch(() => undefined);
     return next;

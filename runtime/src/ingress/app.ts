@@ -54,6 +54,15 @@ export function buildIngressApp(deps: IngressDeps): FastifyInstance {
     if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) {
       return sendError(reply, err.statusCode, err.message, 'ingress');
     }
+    if (isDatabaseUnavailable(err)) {
+      log.warn({ err }, 'ingress request failed: PostgreSQL is unavailable');
+      return sendError(
+        reply,
+        503,
+        `PostgreSQL is unavailable (${err.message}); retry the request (with an idempotency key, a retry never runs it twice)`,
+        'ingress',
+      );
+    }
     log.error({ err }, 'ingress request failed');
     return sendError(reply, 503, `the request could not be processed, retrying it is safe: ${err.message}`, 'ingress');
   });
@@ -118,4 +127,20 @@ function preflight(req: FastifyRequest, reply: FastifyReply): FastifyReply {
 
 function bodyOf(req: FastifyRequest): Buffer {
   return Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+}
+
+/**
+ * The database could not be reached or went away (connection refused or reset, server shutting down or starting up:
+ * SQLSTATE classes 08 and 57P), or a commit's outcome is unknown because of it.
+ */
+function isDatabaseUnavailable(err: Error): boolean {
+  const code = (err as { code?: unknown }).code;
+  if (
+    typeof code === 'string' &&
+    (/^(08|57P)/.test(code) || /^E(CONNREFUSED|CONNRESET|NOENT|PIPE|TIMEDOUT)$/.test(code))
+  ) {
+    return true;
+  }
+  if (err.name === 'CommitOutcomeUnknownError') return true;
+  return /Connection terminated|connection .*(lost|closed)/i.test(err.message);
 }

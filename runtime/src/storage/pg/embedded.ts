@@ -10,14 +10,24 @@ import { ConfigError, DataDirLockedError } from '../../errors/config-errors.ts';
 
 export interface EmbeddedDatabase {
   url: string;
-  pid: number;
+  /** The running server's PID (a new one after each restart). */
+  readonly pid: number;
   /** Fast shutdown (SIGINT), escalating to immediate shutdown (SIGQUIT) and SIGKILL if PostgreSQL hangs. */
   stop(): Promise<void>;
 }
 
 export interface EmbeddedDatabaseOptions {
-  /** Called when PostgreSQL exits without `stop()` having been called: the runtime has lost its storage. */
+  /** Called when PostgreSQL exits without `stop()` having been called (it is then restarted if `restart` is set). */
   onUnexpectedExit?: (status: { code: number | null; signal: NodeJS.Signals | null }) => void;
+  /**
+   * Supervise the server: when it exits without `stop()`, start it again on the same data, port and socket (with
+   * backoff, until it is up or `stop()` is called), so that its clients reconnect to the same URL.
+   */
+  restart?: boolean;
+  /** Called once a restarted server accepts connections again. */
+  onRestarted?: (pid: number) => void;
+  /** A fixed port instead of a free one (the server fails to start if it is taken). */
+  port?: number;
   /** Ports PostgreSQL must not take: the runtime's own listeners, which bind only after PostgreSQL is up. */
   avoidPorts?: readonly number[];
 }
@@ -75,7 +85,7 @@ export async function startEmbeddedDatabase(
   await mkdir(socketDir, { recursive: true, mode: 0o700 });
   if (owner !== undefined) await chown(socketDir, owner.uid, owner.gid);
   for (let attempt = 1; ; attempt++) {
-    const port = await freePort(options.avoidPorts ?? []);
+    const port = options.port ?? (await freePort(options.avoidPorts ?? []));
     const socket = Buffer.byteLength(join(socketDir, `.s.PGSQL.${port}`)) < MAX_SOCKET_PATH ? socketDir : undefined;
     const server = await spawnServer(binaries.postgres, pgDir, port, socket, logFile, owner);
     try {
@@ -93,15 +103,42 @@ export async function startEmbeddedDatabase(
     }
 
     let stopping: Promise<void> | undefined;
-    void server.exited.then((status) => {
-      if (stopping === undefined) options.onUnexpectedExit?.(status);
-    });
+    let current = server;
+    const supervise = (running: Server): void => {
+      void running.exited.then(async (status) => {
+        if (stopping !== undefined) return;
+        options.onUnexpectedExit?.(status);
+        if (options.restart !== true) return;
+        for (let restart = 1; stopping === undefined; restart++) {
+          // Backends of a killed postmaster linger for a moment and hold its shared memory: the first tries may fail.
+          await new Promise((r) => setTimeout(r, Math.min(5000, 250 * restart)));
+          if (stopping !== undefined) return;
+          let next: Server | undefined;
+          try {
+            next = await spawnServer(binaries.postgres, pgDir, port, socket, logFile, owner);
+            current = next;
+            await waitReady(next, port, password, logFile);
+            if (stopping !== undefined) return;
+            log.info({ port, pid: next.pid, restart }, 'embedded PostgreSQL restarted on the same data');
+            options.onRestarted?.(next.pid);
+            supervise(next);
+            return;
+          } catch (err) {
+            log.warn({ err, restart }, 'embedded PostgreSQL did not restart yet; trying again');
+            if (next !== undefined) await stopServer(next).catch(() => undefined);
+          }
+        }
+      });
+    };
+    supervise(server);
     log.info({ port, socket, pid: server.pid, log: logFile }, 'embedded PostgreSQL started');
     const viaSocket = socket === undefined ? '' : `?host=${encodeURIComponent(socket)}`;
     return {
       url: `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/${DATABASE}${viaSocket}`,
-      pid: server.pid,
-      stop: () => (stopping ??= stopServer(server)),
+      get pid() {
+        return current.pid;
+      },
+      stop: () => (stopping ??= stopServer(current)),
     };
   }
 }
