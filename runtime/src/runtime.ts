@@ -172,7 +172,7 @@ export async function startRuntime(config: Config, databaseUrl: string, logger: 
         defaultJournalRetentionMs: config.serviceDefaults.journalRetentionMs,
         defaultWorkflowCompletionRetentionMs: config.serviceDefaults.workflowCompletionRetentionMs,
       },
-      { pool, committer, leases, registry, http2, http1, logger, metrics },
+      { pool, committer, leases, registry, http2, http1, logger, metrics, onSuspect: (p) => cluster?.suspect(p) },
     );
     cleanups.push(() => engine.stop());
     const cleaner = new RetentionCleaner(pool, leases, logger, {

@@ -6,6 +6,7 @@ import type { RequestRouter } from '../cluster/forward.ts';
 import type { ClusterHealth } from '../cluster/health.ts';
 import type { Engine } from '../engine/engine.ts';
 import { PartitionNotServedError } from '../engine/management-errors.ts';
+import { isDatabaseUnavailable } from '../storage/pg/unavailable.ts';
 import { RatchetError } from '../errors/errors.ts';
 import type { IntrospectionQueries } from '../introspection/query.ts';
 import { createSchemaOperations, type SchemaOperations } from '../schema/operations.ts';
@@ -210,6 +211,10 @@ export function buildAdminApp(deps: AdminDeps): FastifyInstance {
     if (statusCode !== undefined && statusCode >= 400 && statusCode < 500) {
       // Fastify's own refusals (body too large, malformed URL): plain text, like restate's extractors.
       return reply.code(statusCode).type('text/plain; charset=utf-8').send(err.message);
+    }
+    if (isDatabaseUnavailable(err)) {
+      req.log.warn({ err }, 'admin request failed: PostgreSQL is unavailable');
+      return sendJson(reply, errorBody(`PostgreSQL is unavailable (${err.message}); retry the request`, undefined), 503);
     }
     req.log.error({ err }, 'admin request failed unexpectedly');
     return sendJson(reply, errorBody(`internal error: ${err.message}`, undefined), 500);

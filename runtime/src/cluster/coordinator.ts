@@ -114,8 +114,9 @@ export class ClusterCoordinator {
   }
 
   /**
-   * A write of these partitions failed (or its outcome is unknown): what memory holds of them may be ahead of the
-   * database. They stop being served at once and are recovered from PostgreSQL in the next step.
+   * A write of these partitions failed (or its outcome is unknown), or a read the engine needed: what memory holds of
+   * them may be ahead of the database, or incomplete. They stop being served at once and are recovered from
+   * PostgreSQL in the next step.
    */
   suspect(partitions: number[]): void {
     const held = partitions.filter((p) => this.leases.holds(p));
@@ -123,7 +124,7 @@ export class ClusterCoordinator {
     this.leases.forget(held);
     this.engine.drop(held);
     for (const p of held) this.suspects.add(p);
-    this.log.warn({ partitions: held }, 'a write failed: recovering the partitions from PostgreSQL');
+    this.log.warn({ partitions: held }, 'a read or write failed: recovering the partitions from PostgreSQL');
     this.wake();
   }
 

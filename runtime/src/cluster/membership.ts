@@ -39,12 +39,19 @@ export class Membership {
   /** Registers this incarnation (replacing an earlier one of the same name). */
   async join(): Promise<void> {
     await this.pool.query(
-      `INSERT INTO ratchet.node (name, incarnation, ingress_address, admin_address, started_at, heartbeat_at, leaving)
-       VALUES ($1, $2, $3, $4, now(), now(), false)
+      `INSERT INTO ratchet.node (name, incarnation, ingress_address, admin_address, started_at, heartbeat_at,
+         lease_timeout_ms, leaving)
+       VALUES ($1, $2, $3, $4, now(), now(), $5, false)
        ON CONFLICT (name) DO UPDATE SET incarnation = EXCLUDED.incarnation, ingress_address = EXCLUDED.ingress_address,
          admin_address = EXCLUDED.admin_address, started_at = EXCLUDED.started_at, heartbeat_at = EXCLUDED.heartbeat_at,
-         leaving = false`,
-      [this.options.node, this.options.incarnation, this.options.ingressAddress, this.options.adminAddress],
+         lease_timeout_ms = EXCLUDED.lease_timeout_ms, leaving = false`,
+      [
+        this.options.node,
+        this.options.incarnation,
+        this.options.ingressAddress,
+        this.options.adminAddress,
+        this.options.leaseTimeoutMs,
+      ],
     );
   }
 

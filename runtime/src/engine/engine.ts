@@ -17,6 +17,7 @@ import { newWriteOp, type Stmt, type WriteOp } from '../storage/api.ts';
 import { FencingError, type GroupCommitter } from '../storage/pg/group-commit.ts';
 import { partitionFor, type PartitionLeases } from '../storage/pg/leases.ts';
 import { u64ToI64, type Pool } from '../storage/pg/pool.ts';
+import { isDatabaseUnavailable } from '../storage/pg/unavailable.ts';
 import {
   getInvocation,
   getInvocations,
@@ -108,6 +109,11 @@ export interface EngineDeps {
   http1: Http1Client;
   logger: Logger;
   metrics: Metrics;
+  /**
+   * What this process holds in memory of these partitions may be wrong (a read or write failed midway): they are to be
+   * dropped and recovered from PostgreSQL (the cluster coordinator does it). Without it nothing is recovered.
+   */
+  onSuspect?: (partitions: number[]) => void;
 }
 
 /** Resolved with the completed invocation, or with undefined when it turned out to be gone (purged, expired). */
@@ -1220,7 +1226,9 @@ export class Engine {
         ]);
       attempt.start(frames);
     } catch (err) {
-      this.log.error({ err, 'service.invocation.id': ctx.id }, 'could not start an attempt');
+      if (isDatabaseUnavailable(err))
+        this.log.warn({ err, 'service.invocation.id': ctx.id }, 'could not start an attempt');
+      else this.log.error({ err, 'service.invocation.id': ctx.id }, 'could not start an attempt');
       this.poison(ctx);
     } finally {
       ctx.starting = false;
@@ -1846,7 +1854,13 @@ export class Engine {
   }
 
   private async recheckSuspended(ctx: InvocationCtx): Promise<void> {
-    await ctx.ensureJournal(() => this.loadEntries(ctx.id));
+    try {
+      await ctx.ensureJournal(() => this.loadEntries(ctx.id));
+    } catch (err) {
+      this.log.warn({ err, 'service.invocation.id': ctx.id }, 'could not read a suspended invocation');
+      this.poison(ctx);
+      return;
+    }
     if (ctx.status === 'suspended' && ctx.awaiting !== undefined && canResume(ctx.awaiting, ctx))
       this.resumeSuspended(ctx);
   }
@@ -2357,7 +2371,9 @@ export class Engine {
         }
       }
     } catch (err) {
-      this.log.warn({ err, timer: t.id }, 'timer could not fire; it fires again on the next start');
+      // Out of the in-memory schedule, still in the table: the partition is recovered, which re-arms it.
+      this.log.warn({ err, timer: t.id }, 'timer could not fire; recovering its partition from PostgreSQL');
+      this.deps.onSuspect?.([t.partitionId]);
     }
   }
 
@@ -2450,6 +2466,8 @@ export class Engine {
     ctx.attempt?.abort();
     ctx.attempt = undefined;
     if (this.active.get(ctx.id) === ctx) this.active.delete(ctx.id);
+    // (A failed write was reported by the committer already; a failed read is reported here. Twice is harmless.)
+    if (this.served.has(ctx.partitionId)) this.deps.onSuspect?.([ctx.partitionId]);
   }
 
   /** The in-memory context of a non-completed invocation, loading it from storage if needed. */

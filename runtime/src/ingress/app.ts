@@ -5,6 +5,7 @@ import { ingressAuthHook } from './auth.ts';
 import { completeAwakeable } from './awakeables.ts';
 import type { IngressDeps } from './deps.ts';
 import { PartitionNotServedError } from '../engine/management-errors.ts';
+import { isDatabaseUnavailable } from '../storage/pg/unavailable.ts';
 import { IngressError, IngressErrors } from './errors.ts';
 import { invoke } from './invoke.ts';
 import { normalizePath, parseIngressPath } from './path.ts';
@@ -127,20 +128,4 @@ function preflight(req: FastifyRequest, reply: FastifyReply): FastifyReply {
 
 function bodyOf(req: FastifyRequest): Buffer {
   return Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-}
-
-/**
- * The database could not be reached or went away (connection refused or reset, server shutting down or starting up:
- * SQLSTATE classes 08 and 57P), or a commit's outcome is unknown because of it.
- */
-function isDatabaseUnavailable(err: Error): boolean {
-  const code = (err as { code?: unknown }).code;
-  if (
-    typeof code === 'string' &&
-    (/^(08|57P)/.test(code) || /^E(CONNREFUSED|CONNRESET|NOENT|PIPE|TIMEDOUT)$/.test(code))
-  ) {
-    return true;
-  }
-  if (err.name === 'CommitOutcomeUnknownError') return true;
-  return /Connection terminated|connection .*(lost|closed)/i.test(err.message);
 }

@@ -486,6 +486,51 @@ const EMPTY_TABLES: TableDef[] = [
   },
 ];
 
+/**
+ * Ratchet extras: the runtime nodes sharing the database (membership) and the owner of each partition, as
+ * `GET /cluster-health` shows them. A node is alive while its heartbeat is younger than its lease timeout; a partition's
+ * leader is the node whose lease of it has not run out.
+ */
+const sysNode: TableDef = {
+  name: 'sys_node',
+  columns: [
+    { name: 'name', type: 'LargeUtf8', sql: 'n.name' },
+    { name: 'id', type: 'UInt32', sql: 'n.id' },
+    { name: 'admin_address', type: 'LargeUtf8', sql: 'n.admin_address' },
+    { name: 'ingress_address', type: 'LargeUtf8', sql: 'n.ingress_address' },
+    {
+      name: 'alive',
+      type: 'Boolean',
+      sql: `n.heartbeat_at >= now() - n.lease_timeout_ms * interval '1 millisecond'`,
+    },
+    { name: 'leaving', type: 'Boolean', sql: 'n.leaving' },
+    { name: 'started_at', type: 'TimestampMs', sql: 'n.started_at' },
+    { name: 'last_heartbeat', type: 'TimestampMs', sql: 'n.heartbeat_at' },
+    {
+      name: 'partitions',
+      type: 'UInt32',
+      sql: `(SELECT count(*) FROM ratchet.partition_lease l WHERE l.owner = n.name AND l.expires_at >= now())`,
+    },
+  ],
+  from: 'FROM ratchet.node n',
+};
+
+const sysPartition: TableDef = {
+  name: 'sys_partition',
+  columns: [
+    { name: 'partition_id', type: 'UInt32', sql: 'l.partition_id' },
+    { name: 'leader', type: 'LargeUtf8', sql: `CASE WHEN l.expires_at >= now() THEN l.owner END` },
+    { name: 'epoch', type: 'UInt64', sql: 'l.epoch' },
+    { name: 'lease_expires_at', type: 'TimestampMs', sql: 'l.expires_at' },
+    {
+      name: 'start_partition_key',
+      ...PK,
+      sql: `floor(l.partition_id::numeric * 18446744073709551616 / (SELECT count(*) FROM ratchet.partition_lease))`,
+    },
+  ],
+  from: 'FROM ratchet.partition_lease l',
+};
+
 /** In creation order: a view comes after the views it reads. */
 export const INTROSPECTION_TABLES: readonly TableDef[] = [
   sysInvocationStatus,
@@ -500,6 +545,8 @@ export const INTROSPECTION_TABLES: readonly TableDef[] = [
   sysDeployment,
   sysSubscription,
   sysKafkaCluster,
+  sysNode,
+  sysPartition,
   ...EMPTY_TABLES,
 ];
 

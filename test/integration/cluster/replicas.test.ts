@@ -83,6 +83,28 @@ describe('three runtime processes on one database', () => {
       expect(n.address).toMatch(/^127\.0\.0\.1:\d+$/);
       expect(n.leader_of.length).toBe(4);
     }
+    // The same through SQL, on yet another node.
+    const sql = async (query: string): Promise<unknown[]> => {
+      const res = await fetch(`${nodes[2]!.process.adminUrl}/query`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json' },
+        body: JSON.stringify({ query }),
+      });
+      expect(res.status).toBe(200);
+      return ((await res.json()) as { rows: unknown[] }).rows;
+    };
+    expect(await sql('SELECT name, alive, leaving, partitions FROM sys_node ORDER BY name')).toEqual(
+      ['node-a', 'node-b', 'node-c'].map((name) => ({ name, alive: true, leaving: false, partitions: 4 })),
+    );
+    const leaders = (await sql('SELECT partition_id, leader FROM sys_partition ORDER BY partition_id')) as {
+      partition_id: number;
+      leader: string;
+    }[];
+    expect(leaders.map((r) => r.partition_id)).toEqual(Array.from({ length: PARTITIONS }, (_, i) => i));
+    for (const r of leaders) {
+      const owner = health.nodes.find((n) => n.name === r.leader);
+      expect(owner?.leader_of).toContain(r.partition_id);
+    }
   });
 
   it('serves calls for keys of every partition through every node', async () => {

@@ -10,6 +10,8 @@ CREATE TABLE ratchet.node (
   admin_address text NOT NULL,
   started_at timestamptz NOT NULL,
   heartbeat_at timestamptz NOT NULL,
+  -- The node's lease timeout: its heartbeat older than this means it is dead (for introspection).
+  lease_timeout_ms integer NOT NULL,
   leaving boolean NOT NULL DEFAULT false
 );
 
