@@ -214,7 +214,11 @@ export function buildAdminApp(deps: AdminDeps): FastifyInstance {
     }
     if (isDatabaseUnavailable(err)) {
       req.log.warn({ err }, 'admin request failed: PostgreSQL is unavailable');
-      return sendJson(reply, errorBody(`PostgreSQL is unavailable (${err.message}); retry the request`, undefined), 503);
+      return sendJson(
+        reply,
+        errorBody(`PostgreSQL is unavailable (${err.message}); retry the request`, undefined),
+        503,
+      );
     }
     req.log.error({ err }, 'admin request failed unexpectedly');
     return sendJson(reply, errorBody(`internal error: ${err.message}`, undefined), 500);
