@@ -44,7 +44,7 @@ async function main(): Promise<void> {
       databaseUrl = embedded.url;
     }
     if (stopping) return; // a signal came while PostgreSQL started: stop() takes it down again
-    runtime = await startRuntime(config, databaseUrl, logger);
+    runtime = await startRuntime(config, databaseUrl, logger, { onFatal: (reason) => void stop(reason, 1) });
   };
 
   // A signal during startup waits for it, then stops whatever came up, so a Ctrl-C while PostgreSQL initialises leaves

@@ -60,7 +60,17 @@ export interface RuntimeHandle {
  * Builds and starts one runtime process against `databaseUrl`: storage (migrated), schema registry, engine, and the
  * listeners. Listeners open last, so nothing is accepted before recovery has run; they close first on stop.
  */
-export async function startRuntime(config: Config, databaseUrl: string, logger: Logger): Promise<RuntimeHandle> {
+export interface RuntimeOptions {
+  /** The runtime stopped itself and the process should end (another process registered with its node name). */
+  onFatal?: (reason: string) => void;
+}
+
+export async function startRuntime(
+  config: Config,
+  databaseUrl: string,
+  logger: Logger,
+  options: RuntimeOptions = {},
+): Promise<RuntimeHandle> {
   const pool = createPool({
     url: databaseUrl,
     max: config.database.poolSize,
@@ -224,9 +234,9 @@ export async function startRuntime(config: Config, databaseUrl: string, logger: 
       },
     });
     const probes = buildProbesApp(metrics.registry, () => cluster?.ready() ?? false);
-    const ingressBound = await listen(ingress, config.ingress.bind, 'ingress', cleanups);
-    const adminBound = await listen(admin, config.admin.bind, 'admin', cleanups);
-    const metricsBound = await listen(probes, config.metrics.bind, 'metrics', cleanups);
+    const ingressBound = await listen(ingress, config.ingress.bind, 'ingress', cleanups, logger);
+    const adminBound = await listen(admin, config.admin.bind, 'admin', cleanups, logger);
+    const metricsBound = await listen(probes, config.metrics.bind, 'metrics', cleanups, logger);
     const sql = await startPgWireListener({
       config: config.introspection,
       clusterName: config.clusterName,
@@ -277,7 +287,11 @@ export async function startRuntime(config: Config, databaseUrl: string, logger: 
       },
       metrics,
       logger,
-      () => void handle.stop().catch(() => undefined),
+      () =>
+        void handle
+          .stop()
+          .catch(() => undefined)
+          .finally(() => options.onFatal?.('another process registered with this node name')),
     );
     cluster = coordinator;
     const started = coordinator;
@@ -324,6 +338,7 @@ async function listen(
   bind: BindAddress,
   listener: string,
   cleanups: (() => Promise<void>)[],
+  logger: Logger,
 ): Promise<BindAddress> {
   try {
     await app.listen({ host: bind.host, port: bind.port });
@@ -331,7 +346,7 @@ async function listen(
     await app.close().catch(() => undefined);
     throw new BindError(formatBindAddress(bind), { listener, cause: err });
   }
-  cleanups.push(() => closeDraining(app));
+  cleanups.push(() => closeDraining(app, listener, logger));
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr !== null ? addr.port : bind.port;
   return { host: bind.host, port };
@@ -341,13 +356,25 @@ async function listen(
  * Stops accepting, lets requests in flight finish (those waiting for results of partitions handed over read them from
  * PostgreSQL), and closes the connections still open after REQUEST_DRAIN_MS.
  */
-async function closeDraining(app: FastifyInstance): Promise<void> {
-  const force = setTimeout(() => app.server.closeAllConnections(), REQUEST_DRAIN_MS);
+async function closeDraining(app: FastifyInstance, listener: string, logger: Logger): Promise<void> {
+  const started = Date.now();
+  const force = setTimeout(() => {
+    logger.warn(
+      { listener, ms: Date.now() - started },
+      'requests still in flight after the drain time; closing their connections',
+    );
+    app.server.closeAllConnections();
+  }, REQUEST_DRAIN_MS);
   force.unref();
+  // A keep-alive connection whose request finishes after close() stays open while idle (until the client or the
+  // keep-alive timeout ends it), and close() waits for it: idle connections are closed as they become idle.
+  const idle = setInterval(() => app.server.closeIdleConnections(), 100);
+  idle.unref();
   try {
     app.server.closeIdleConnections();
     await app.close();
   } finally {
     clearTimeout(force);
+    clearInterval(idle);
   }
 }

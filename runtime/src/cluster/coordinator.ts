@@ -136,7 +136,8 @@ export class ClusterCoordinator {
     if (this.stopped) return;
     this.stopping = true;
     if (this.timer !== undefined) clearTimeout(this.timer);
-    await this.running;
+    // A step may be waiting on an unreachable database: the hand-over does not wait for it for long.
+    await Promise.race([this.running, new Promise((r) => setTimeout(r, this.options.heartbeatIntervalMs).unref())]);
     this.stopped = true;
     const all = [...this.leases.owned(), ...this.suspects];
     this.engine.drop(all);
@@ -195,6 +196,17 @@ export class ClusterCoordinator {
 
   /** One step; never throws. */
   private async step(): Promise<void> {
+    const started = Date.now();
+    try {
+      await this.stepOnce();
+    } finally {
+      const ms = Date.now() - started;
+      // Leases are renewed once per step: a step this slow lets them run out (the database or this process stalls).
+      if (ms > this.options.leaseTimeoutMs) this.log.warn({ ms }, 'a cluster step took longer than the lease timeout');
+    }
+  }
+
+  private async stepOnce(): Promise<void> {
     try {
       if (!(await this.membership.heartbeat())) {
         this.log.error(
@@ -283,7 +295,13 @@ export class ClusterCoordinator {
         .sort((a, b) => b - a)
         .slice(0, step.release);
       this.engine.drop(give);
-      await this.leases.release(give);
+      try {
+        await this.leases.release(give);
+      } catch (err) {
+        // Still named by their rows and no longer served: taken back and recovered, like suspects, next step.
+        for (const p of give) this.suspects.add(p);
+        throw err;
+      }
       this.metrics.partitionMoves.inc({ kind: 'released' }, give.length);
       this.log.info({ partitions: give, target: step.target }, 'handed partitions over to nodes below their share');
       await this.pool.query(`SELECT pg_notify($1, 'release')`, [CLUSTER_CHANNEL]);

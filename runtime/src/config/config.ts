@@ -607,10 +607,17 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   });
 
   // The node name must survive a restart: a restarted node takes its partition leases back at once instead of
-  // waiting for them to expire. Two runtimes on one host sharing a database must therefore set distinct names.
-  const nodeName = read.string('RATCHET_NODE_NAME', hostname(), (raw, value) => {
-    if (value.length === 0 || value.length > 253) throw invalid(raw, 'expected a name of 1 to 253 characters');
-  });
+  // waiting for them to expire. By default it is the host name and the admin port, so that runtimes on one host
+  // sharing a database (which listen on different ports) get distinct names with no setting, and a restarted one
+  // (same port) keeps its name. With an ephemeral admin port the process id stands in for the port.
+  const adminBind = read.bind('RATCHET_ADMIN_BIND', { host: '127.0.0.1', port: 9070 });
+  const nodeName = read.string(
+    'RATCHET_NODE_NAME',
+    `${hostname()}-${adminBind.port === 0 ? `pid${process.pid}` : adminBind.port}`,
+    (raw, value) => {
+      if (value.length === 0 || value.length > 253) throw invalid(raw, 'expected a name of 1 to 253 characters');
+    },
+  );
 
   const dataDir = resolve(
     cwd,
@@ -671,7 +678,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
       poolSize: read.integer('RATCHET_DATABASE_POOL_SIZE', 10, { min: 1, max: 1000 }),
     },
     ingress: { bind: read.bind('RATCHET_INGRESS_BIND', { host: '127.0.0.1', port: 8080 }) },
-    admin: { bind: read.bind('RATCHET_ADMIN_BIND', { host: '127.0.0.1', port: 9070 }) },
+    admin: { bind: adminBind },
     introspection: {
       bind: read.bind('RATCHET_INTROSPECTION_BIND', { host: '127.0.0.1', port: 9071 }),
       password: introspectionPassword(read.raw('RATCHET_INTROSPECTION_PASSWORD')),

@@ -187,15 +187,21 @@ export class Engine {
    * the partitions unserved (the caller retries). The caller holds the leases and never recovers a served partition.
    */
   async recover(partitions: number[]): Promise<{ invocations: number; timers: number }> {
-    const ids = partitions.filter((p) => !this.served.has(p));
-    if (ids.length === 0 || this.stopped) return { invocations: 0, timers: 0 };
+    const wanted = partitions.filter((p) => !this.served.has(p));
+    if (wanted.length === 0 || this.stopped) return { invocations: 0, timers: 0 };
+    // Held at these epochs now; a partition given up or re-taken while it is read is not installed from this read.
+    const epochs = wanted.map((p) => this.deps.leases.epochOf(p));
     const pool = this.deps.pool;
+    const ids = wanted;
     const locks = await listLocks(pool, ids);
     const rows = await listActiveInvocations(pool, ids);
     const timers = await listTimers(pool, ids);
     const mutations = await listStateMutations(pool, ids);
     const outbox = await listOutbox(pool, ids);
     if (this.stopped) return { invocations: 0, timers: 0 };
+    if (ids.some((p, i) => epochs[i] === undefined || this.deps.leases.epochOf(p) !== epochs[i])) {
+      throw new Error(`partitions ${ids.join(', ')} were given up or re-taken while they were being recovered`);
+    }
     for (const p of ids) this.served.add(p);
     for (const l of locks) this.locks.set(lockKey(l.service, l.key), l.invocationId);
     const timed = new Set(timers.filter((t) => t.kind !== 'sleep').map((t) => t.invocationId));

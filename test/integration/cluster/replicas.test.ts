@@ -1,5 +1,6 @@
 import * as restate from '@restatedev/restate-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { InvocationId } from '../../../runtime/src/ids/invocation-id.ts';
 import { partitionKeyForKey } from '../../../runtime/src/ids/partition-key.ts';
 import { partitionFor } from '../../../runtime/src/storage/pg/leases.ts';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
@@ -41,6 +42,10 @@ const fanout = restate.service({
     nap: async (ctx: restate.Context): Promise<string> => {
       await ctx.sleep(60_000);
       return 'woke';
+    },
+    doze: async (ctx: restate.Context, ms: number): Promise<string> => {
+      await ctx.sleep(ms);
+      return `dozed ${ms}`;
     },
   },
 });
@@ -179,5 +184,35 @@ describe('three runtime processes on one database', () => {
         expect(r.text).toBe('5');
       });
     }
+  }, 60_000);
+
+  it('keeps calls and attaches waiting for a result through a move of its partition', async () => {
+    // An idempotency key whose invocation lands in a partition node-c owns; the call goes in through node-a.
+    const health = await clusterHealth(nodes[0]!);
+    const ofC = new Set(health.nodes.find((n) => n.name === 'node-c')!.leader_of);
+    let key = '';
+    for (let i = 0; key === ''; i++) {
+      const id = InvocationId.forIdempotent('Fanout', undefined, 'doze', `move-${i}`);
+      if (ofC.has(partitionFor(InvocationId.partitionKey(id), PARTITIONS))) key = `move-${i}`;
+    }
+    const calling = call(nodes[0]!.process.ingressUrl, '/Fanout/doze', 2500, { 'idempotency-key': key });
+    const id = InvocationId.forIdempotent('Fanout', undefined, 'doze', key);
+    await waitFor(async () => {
+      const r = await fetch(`${nodes[1]!.process.adminUrl}/query`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json' },
+        body: JSON.stringify({ query: `SELECT status FROM sys_invocation WHERE id = '${id}'` }),
+      });
+      expect(((await r.json()) as { rows: { status: string }[] }).rows[0]?.status).toMatch(/running|suspended/);
+    });
+    const attaching = fetch(`${nodes[1]!.process.ingressUrl}/restate/invocation/${id}/attach`);
+    // node-c leaves while both wait: its partitions move to node-a and node-b, and the sleep ends on one of them.
+    const stopped = nodes[2]!.process.stop();
+    const [called, attached] = await Promise.all([calling, attaching]);
+    await stopped;
+    expect({ status: called.status, body: called.text }).toEqual({ status: 200, body: '"dozed 2500"' });
+    expect({ status: attached.status, body: await attached.text() }).toEqual({ status: 200, body: '"dozed 2500"' });
+    nodes.pop();
+    await waitForBalance(nodes[0]!, ['node-a', 'node-b'], PARTITIONS);
   }, 60_000);
 });

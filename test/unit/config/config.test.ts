@@ -75,7 +75,10 @@ describe('loadConfig defaults', () => {
       },
       warnings: [],
     });
-    expect(config.nodeName).toBe(hostname());
+    // Host name and admin port: distinct for runtimes on one host, the same after a restart.
+    expect(config.nodeName).toBe(`${hostname()}-9070`);
+    expect(load({ RATCHET_ADMIN_BIND: '127.0.0.1:9170' }).nodeName).toBe(`${hostname()}-9170`);
+    expect(load({ RATCHET_ADMIN_BIND: '127.0.0.1:0' }).nodeName).toBe(`${hostname()}-pid${process.pid}`);
   });
 
   it('is deeply frozen', () => {
@@ -280,6 +283,40 @@ describe('loadConfig errors name the offending key (RT0002)', () => {
       url: 'postgres://u:***@h/db',
       poolSize: 10,
     });
+  });
+
+  it('reads the cluster settings, with defaults chosen for a failover within 5 s', () => {
+    expect(load({}).cluster).toEqual({
+      advertisedAddress: undefined,
+      leaseTimeoutMs: 3000,
+      heartbeatIntervalMs: 1000,
+      partitionWaitMs: 10_000,
+      shutdownDelayMs: 0,
+    });
+    const config = load(
+      {
+        RATCHET_ADVERTISED_ADDRESS: '10.1.2.3',
+        RATCHET_CLUSTER_LEASE_TIMEOUT: '1500ms',
+        RATCHET_CLUSTER_HEARTBEAT_INTERVAL: '300ms',
+      },
+      configFile('[cluster]\npartition-wait = "2s"\nshutdown-delay = "5s"\n'),
+    );
+    expect(config.cluster).toEqual({
+      advertisedAddress: '10.1.2.3',
+      leaseTimeoutMs: 1500,
+      heartbeatIntervalMs: 300,
+      partitionWaitMs: 2000,
+      shutdownDelayMs: 5000,
+    });
+    expect(load({ RATCHET_ADVERTISED_ADDRESS: '[fd00::1]' }).cluster.advertisedAddress).toBe('fd00::1');
+  });
+
+  it('refuses an advertised address with a port or a scheme, and a heartbeat too slow for the lease timeout', () => {
+    expect(failure({ RATCHET_ADVERTISED_ADDRESS: '10.0.0.1:8080' }).message).toMatch(/without a port/);
+    expect(failure({ RATCHET_ADVERTISED_ADDRESS: 'http://pod' }).key).toBe('RATCHET_ADVERTISED_ADDRESS');
+    const error = failure({ RATCHET_CLUSTER_HEARTBEAT_INTERVAL: '2s' });
+    expect(error.key).toBe('RATCHET_CLUSTER_HEARTBEAT_INTERVAL');
+    expect(error.message).toMatch(/heartbeat interval \(2s\) must be at most half the lease timeout \(3s\)/);
   });
 
   it('refuses an initial retry interval above the maximum, naming the variable set', () => {

@@ -10,5 +10,7 @@ export function isDatabaseUnavailable(err: unknown): boolean {
     if (/^(08|57P)/.test(code) || /^E(CONNREFUSED|CONNRESET|NOENT|PIPE|TIMEDOUT|HOSTUNREACH)$/.test(code)) return true;
   }
   if (err.name === 'CommitOutcomeUnknownError') return true;
-  return /Connection terminated|connection .*(lost|closed)|timeout exceeded when trying to connect/i.test(err.message);
+  return /Connection terminated|connection .*(lost|closed)|not queryable|timeout exceeded when trying to connect/i.test(
+    err.message,
+  );
 }
