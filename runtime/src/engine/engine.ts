@@ -270,13 +270,6 @@ export class Engine {
     this.pollRemoteResults();
   }
 
-  /** Takes the partitions of a process alone and picks up everything an earlier process left in flight. */
-  async start(): Promise<void> {
-    const partitions = await this.deps.leases.acquireAll();
-    const r = await this.recover(partitions);
-    this.log.info({ partitions: partitions.length, recovered: r.invocations, timers: r.timers }, 'engine started');
-  }
-
   async stop(): Promise<void> {
     this.stopped = true;
     this.timers.clear();
