@@ -234,6 +234,14 @@ export async function startRuntime(
       },
     });
     const probes = buildProbesApp(metrics.registry, () => cluster?.ready() ?? false);
+    // From the start of a graceful stop, answers end their connection: clients that pool connections (and peers'
+    // forwarding agents) open new ones, which the Service sends to the pods that stay.
+    let draining = false;
+    for (const app of [ingress, admin]) {
+      app.addHook('onSend', async (_req, reply) => {
+        if (draining) reply.header('connection', 'close');
+      });
+    }
     const ingressBound = await listen(ingress, config.ingress.bind, 'ingress', cleanups, logger);
     const adminBound = await listen(admin, config.admin.bind, 'admin', cleanups, logger);
     const metricsBound = await listen(probes, config.metrics.bind, 'metrics', cleanups, logger);
@@ -317,6 +325,7 @@ export async function startRuntime(
       introspection,
       stop: () =>
         (stopping ??= (async () => {
+          draining = true;
           await started.stop();
           if (config.cluster.shutdownDelayMs > 0) {
             logger.info({ ms: config.cluster.shutdownDelayMs }, 'partitions handed over; waiting before closing');
