@@ -138,6 +138,11 @@ describe('three runtime processes on one database', () => {
         metrics,
       );
       expect(Number(forwarded?.[1] ?? 0)).toBeGreaterThan(0);
+      // Owned partitions, moves and recovery times are exported too.
+      expect(metrics).toMatch(/^ratchet_cluster_owned_partitions 4$/m);
+      expect(metrics).toMatch(/^ratchet_cluster_live_nodes 3$/m);
+      expect(metrics).toMatch(/^ratchet_cluster_partition_moves_total\{kind="acquired"\} [1-9]/m);
+      expect(metrics).toMatch(/^ratchet_cluster_partition_recovery_seconds_count [1-9]/m);
     }
   }, 120_000);
 
