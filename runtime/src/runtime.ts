@@ -241,6 +241,11 @@ export async function startRuntime(
       app.addHook('onSend', async (_req, reply) => {
         if (draining) reply.header('connection', 'close');
       });
+      // A connection idle through the whole shutdown delay gets no answer to close it: the server ends idle
+      // connections before the delay is over, so clients never find a pooled connection closed under them.
+      if (config.cluster.shutdownDelayMs > 0) {
+        app.server.keepAliveTimeout = Math.max(1000, Math.min(72_000, config.cluster.shutdownDelayMs - 500));
+      }
     }
     const ingressBound = await listen(ingress, config.ingress.bind, 'ingress', cleanups, logger);
     const adminBound = await listen(admin, config.admin.bind, 'admin', cleanups, logger);

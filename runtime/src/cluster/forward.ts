@@ -75,12 +75,20 @@ export class RequestRouter {
     }
     const deadline = Date.now() + this.options.partitionWaitMs;
     let waited = false;
+    // The client went away before the answer: so does the request to the owner (one listener for all tries).
+    const cancel = new AbortController();
+    reply.raw.once('close', () => {
+      if (!reply.raw.writableFinished) cancel.abort();
+    });
+    // With the client's idempotency key (or for a read) a request whose fate is unknown can be sent again: the owner
+    // answers a repeat from what it stored.
+    const repeatable = req.method === 'GET' || req.headers['idempotency-key'] !== undefined;
     for (;;) {
       const owner = this.directory.ownerOf(partition);
       const usable = owner !== undefined && (owner.name !== this.directory.node || this.directory.serves(partition));
       if (usable) {
         const address = listener === 'ingress' ? owner.ingressAddress : owner.adminAddress;
-        const result = await this.forward(address, req);
+        const result = await this.forward(address, req, cancel.signal);
         if (result.kind === 'answer') {
           this.metrics.forwardedRequests.inc({ listener, result: 'forwarded' });
           reply.code(result.status);
@@ -89,7 +97,7 @@ export class RequestRouter {
           }
           return reply.send(result.body);
         }
-        if (result.kind === 'unknown') {
+        if (result.kind === 'unknown' && !(repeatable && Date.now() < deadline && !cancel.signal.aborted)) {
           this.metrics.forwardedRequests.inc({ listener, result: 'failed' });
           this.log.warn({ err: result.error, owner: owner.name, partition }, 'forwarding to the owner failed');
           throw new ForwardingFailedError(partition, owner.name, result.error);
@@ -112,6 +120,7 @@ export class RequestRouter {
   private forward(
     address: string,
     req: FastifyRequest,
+    signal: AbortSignal,
   ): Promise<
     | { kind: 'answer'; status: number; headers: http.IncomingHttpHeaders; body: Buffer }
     | { kind: 'retry' }
@@ -154,10 +163,10 @@ export class RequestRouter {
         if (!sent || code === 'ECONNREFUSED') resolve({ kind: 'retry' });
         else resolve({ kind: 'unknown', error });
       });
-      // The client gave up: so does the request to the owner.
-      req.raw.once('close', () => {
-        if (!req.raw.complete || req.raw.destroyed) out.destroy();
-      });
+      const abort = (): void => void out.destroy(new Error('the client closed the connection'));
+      if (signal.aborted) abort();
+      else signal.addEventListener('abort', abort, { once: true });
+      out.once('close', () => signal.removeEventListener('abort', abort));
       out.end(body);
     });
   }

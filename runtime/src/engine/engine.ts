@@ -4,7 +4,7 @@ import type { ErrorCode } from '../errors/codes.ts';
 import { InvocationId } from '../ids/invocation-id.ts';
 import { partitionKeyForKey, randomPartitionKey } from '../ids/partition-key.ts';
 import { parseAwakeableId } from '../ids/awakeable-id.ts';
-import { randomU64 } from '../ids/ulid.ts';
+import { newUlidString, randomU64 } from '../ids/ulid.ts';
 import { Attempt } from '../invoker/attempt.ts';
 import { decideRetry, effectiveRetryPolicy, type RetryDecision, type RetryPolicy } from '../invoker/retry-policy.ts';
 import { REQUESTED_ACK_FLAG, encodeFrame, type Frame } from '../protocol/framing.ts';
@@ -278,6 +278,16 @@ export class Engine {
     await this.deps.committer.close();
   }
 
+  /** A keyless call with a generated idempotency key whose draw fell on a partition served elsewhere. */
+  private shouldRedraw(req: AcceptRequest, partition: number): boolean {
+    return (
+      req.idempotencyKeyGenerated === true &&
+      req.key === undefined &&
+      this.served.size > 0 &&
+      !this.served.has(partition)
+    );
+  }
+
   /** Refuses a request for a partition this process does not serve, before anything is written. */
   private requireServed(partition: number): void {
     if (!this.served.has(partition)) throw new PartitionNotServedError(partition);
@@ -294,7 +304,14 @@ export class Engine {
   /** Stores a new invocation (input as journal entry 0) and starts it once committed. */
   async accept(req: AcceptRequest): Promise<AcceptResult> {
     const now = new Date();
-    const { ctxRow, inputRaw, executionTime } = this.newInvocation(req, now, undefined);
+    let invocation = this.newInvocation(req, now, undefined);
+    // A generated idempotency key of a keyless call is random: one whose invocation lands in a partition served here
+    // is as good as any, and saves sending the request to another node (which would draw a partition of its own).
+    for (let i = 0; i < PLACEMENT_DRAWS && this.shouldRedraw(req, invocation.ctxRow.partitionId); i++) {
+      req.idempotencyKey = newUlidString();
+      invocation = this.newInvocation(req, now, undefined);
+    }
+    const { ctxRow, inputRaw, executionTime } = invocation;
     this.requireServed(ctxRow.partitionId);
     if (this.active.has(ctxRow.id)) return { id: ctxRow.id, created: false, executionTime };
     const op = newWriteOp(ctxRow.partitionId, [orderKey(ctxRow.partitionKey)]);
@@ -2612,6 +2629,9 @@ function pendingCallees(journal: JournalEntry[]): string[] {
 
 /** The channel a node NOTIFYs (payload: comma-separated partitions) when it wrote outbox rows for another's. */
 export const OUTBOX_CHANNEL = 'ratchet_outbox';
+
+/** Draws of a generated idempotency key at most, to land in a partition served here (each hits with served / P). */
+const PLACEMENT_DRAWS = 64;
 
 /** How often results awaited here of invocations served elsewhere are read from PostgreSQL. */
 const REMOTE_POLL_MS = 200;
