@@ -13,7 +13,8 @@ declare module 'autocannon' {
     }
 
     interface Options {
-      url: string;
+      /** Several: connection i goes to URL i mod n. */
+      url: string | string[];
       connections?: number;
       /** Seconds. */
       duration?: number;

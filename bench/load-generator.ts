@@ -2,16 +2,19 @@ import autocannon from 'autocannon';
 import { WORKLOADS, workloadRequest, type Workload } from './workloads.ts';
 
 /**
- * The load generator: a child process (forked by `run.ts` with an IPC channel) that drives one runtime's ingress with
- * autocannon per request it gets, and answers with what it measured. It lives for the whole benchmark, so both
+ * The load generator: a child process (forked by `run.ts` with an IPC channel) that drives one runtime's ingress (or
+ * the ingresses of a cluster's nodes) with autocannon per request it gets, and answers with what it measured. It lives for the whole benchmark, so both
  * runtimes are driven by the same warmed-up process. It exits when its parent disconnects (or dies).
  */
 
 export interface LoadRequest {
   readonly type: 'run';
   readonly id: number;
-  /** Ingress base URL, without trailing slash. */
-  readonly url: string;
+  /**
+   * Ingress base URL, without trailing slash; several (a cluster's nodes): autocannon gives connection i the URL
+   * i mod n, so each connection stays with one ingress, as behind a connection-level load balancer.
+   */
+  readonly url: string | readonly string[];
   readonly workload: Workload;
   readonly connections: number;
   readonly durationS: number;
@@ -66,7 +69,7 @@ function runLoad(request: LoadRequest): Promise<LoadStats> {
     const started = process.hrtime.bigint();
     const instance = autocannon(
       {
-        url: request.url,
+        url: typeof request.url === 'string' ? request.url : [...request.url],
         connections: request.connections,
         duration: request.durationS,
         timeout: 30,

@@ -1,5 +1,6 @@
 import type { LoadGenerator } from './children.ts';
-import { log, type Abort } from './control.ts';
+import { log, sleep, type Abort } from './control.ts';
+import { postgresCost, type PostgresCost, type PostgresIdle, type PostgresSnapshot } from './postgres.ts';
 import { machineCpuSeconds, treeCpuSeconds } from './procfs.ts';
 import type { CpuTotal, RunRecord } from './report.ts';
 import type { CpuReading, RuntimeCounters, RuntimeName, RuntimeUnderTest } from './runtimes.ts';
@@ -7,8 +8,9 @@ import type { Settings } from './settings.ts';
 import type { Workload } from './workloads.ts';
 
 /**
- * The measurement: a warm-up, then every workload × concurrency × round on both runtimes in turn, with CPU time of
- * every process involved read before and after each run and memory sampled during it.
+ * The measurement: a warm-up, then every workload × concurrency × round on every runtime in turn (Ratchet and
+ * restate-server, or the clusters of cluster mode), with CPU time of every process involved read before and after each
+ * run and memory sampled during it; in cluster mode also PostgreSQL's own counters.
  */
 
 export interface Stack {
@@ -87,13 +89,14 @@ async function snapshot(stack: Stack, runtime: RuntimeUnderTest): Promise<CpuSna
 }
 
 function countersBetween(before: RuntimeCounters, after: RuntimeCounters): RuntimeCounters {
-  const delta: Partial<Record<keyof RuntimeCounters, number>> = {};
+  const delta: Partial<Record<keyof RuntimeCounters, number | readonly number[]>> = {};
   for (const key of Object.keys(after) as (keyof RuntimeCounters)[]) {
     const a = after[key];
     const b = before[key];
-    if (a !== undefined && b !== undefined) delta[key] = a - b;
+    if (typeof a === 'number' && typeof b === 'number') delta[key] = a - b;
+    else if (Array.isArray(a) && Array.isArray(b)) delta[key] = a.map((x: number, i) => x - ((b[i] as number) ?? 0));
   }
-  return delta;
+  return delta as RuntimeCounters;
 }
 
 function cpuBetween(before: CpuSnapshot, after: CpuSnapshot): RunRecord['cpu'] {
@@ -113,25 +116,49 @@ export async function measure(
   settings: Settings,
   stack: Stack,
   abort: Abort,
-): Promise<{ records: RunRecord[]; totals: CpuTotal[] }> {
-  const names: RuntimeName[] = ['ratchet', 'restate'];
+): Promise<{ records: RunRecord[]; totals: CpuTotal[]; postgresIdle: Partial<Record<RuntimeName, PostgresIdle>> }> {
+  const names: RuntimeName[] = [...stack.runtimes.keys()];
   const invocations = new Map<RuntimeName, number>(names.map((n) => [n, 0]));
   const cpuAtStart = new Map(
     await Promise.all(names.map(async (n) => [n, await stack.runtimes.get(n)!.cpu()] as const)),
   );
 
   const drive = async (runtime: RuntimeUnderTest, workload: Workload, connections: number, durationS: number) => {
-    const stats = await abort.race(stack.load.run({ url: runtime.ingressUrl, workload, connections, durationS }));
+    const url = runtime.ingressUrls ?? runtime.ingressUrl;
+    const stats = await abort.race(stack.load.run({ url, workload, connections, durationS }));
     invocations.set(runtime.name, (invocations.get(runtime.name) ?? 0) + stats.ok + stats.non2xx);
     if (abort.reason !== undefined) throw abort.reason;
     return stats;
   };
+
+  // Cluster mode: PostgreSQL's cumulative statistics reach the views up to 10 s after a backend goes idle, so they are
+  // read `pgSettleS` after each run, and the idle background is measured over as long a window first.
+  const withPostgres = names.filter((n) => stack.runtimes.get(n)!.postgresStats !== undefined);
+  const pgStats = (name: RuntimeName): Promise<PostgresSnapshot> | undefined =>
+    stack.runtimes.get(name)!.postgresStats?.();
+  const settle = async (): Promise<void> => {
+    if (withPostgres.length > 0 && settings.pgSettleS > 0) await abort.race(sleep(settings.pgSettleS * 1000));
+  };
+  const postgresIdle: Partial<Record<RuntimeName, PostgresIdle>> = {};
+  if (withPostgres.length > 0 && settings.pgSettleS > 0) {
+    log(`PostgreSQL's idle background: ${settings.pgSettleS} s without load`);
+    await settle(); // what registration and the checks left unreported
+    const before = await Promise.all(withPostgres.map((n) => pgStats(n)!));
+    const started = process.hrtime.bigint();
+    await settle();
+    const after = await Promise.all(withPostgres.map((n) => pgStats(n)!));
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    withPostgres.forEach((n, i) => {
+      postgresIdle[n] = { seconds, cost: postgresCost(before[i]!, after[i]!, after[i]!, 0) };
+    });
+  }
 
   if (settings.warmupS > 0) {
     log(`warm-up: ${settings.warmupS} s per workload and runtime at c=16`);
     for (const workload of settings.workloads) {
       for (const name of names) await drive(stack.runtimes.get(name)!, workload, 16, settings.warmupS);
     }
+    await settle();
   }
 
   const records: RunRecord[] = [];
@@ -148,11 +175,21 @@ export async function measure(
           const sampler = memorySampler(runtime, 500);
           // The scrape is outside the CPU window on both sides, so its cost is not counted as the workload's.
           const countersBefore = await runtime.counters();
+          const pgBefore = await pgStats(name);
           const before = await snapshot(stack, runtime);
           const stats = await drive(runtime, workload, concurrency, settings.durationS).finally(() => sampler.stop());
           const after = await snapshot(stack, runtime);
           const countersAfter = await runtime.counters();
+          const pgAfter = await pgStats(name);
           const memory = await sampler.stop();
+          let postgres: PostgresCost | undefined;
+          if (pgBefore !== undefined && pgAfter !== undefined) {
+            const settleStarted = process.hrtime.bigint();
+            await settle();
+            const settled = (await pgStats(name))!;
+            const settleS = Number(process.hrtime.bigint() - settleStarted) / 1e9;
+            postgres = postgresCost(pgBefore, pgAfter, settled, settleS, postgresIdle[name]);
+          }
           const record: RunRecord = {
             round,
             workload,
@@ -163,6 +200,7 @@ export async function measure(
             counters: countersBetween(countersBefore, countersAfter),
             peakRuntimeRss: memory.peakRuntimeRss,
             peakPostgresPss: memory.peakPostgresPss,
+            ...(postgres === undefined ? {} : { postgres }),
           };
           records.push(record);
           const failed = stats.non2xx + stats.errors;
@@ -177,6 +215,7 @@ export async function measure(
               `p50 ${stats.latencyMs.p50.toFixed(2)} ms, p99 ${stats.latencyMs.p99.toFixed(2)} ms, ` +
               `CPU ${(cpu.runtime + cpu.postgres).toFixed(2)} s; cores busy ${(cpu.machineBusy / cpu.windowS).toFixed(2)}, ` +
               `other processes ${(others / cpu.windowS).toFixed(2)}` +
+              (postgres === undefined ? '' : `; ${clusterLine(record)}`) +
               (failed > 0 ? `; ${failed} FAILED (${JSON.stringify(stats.statusCodes)})` : ''),
           );
         }
@@ -199,5 +238,22 @@ export async function measure(
       peakRssMiB: (await runtime.peakRss()) / (1024 * 1024),
     });
   }
-  return { records, totals };
+  return { records, totals, postgresIdle };
+}
+
+/** Cluster mode's additions to a run's log line: PostgreSQL's work and forwarding, per invocation. */
+function clusterLine(record: RunRecord): string {
+  const n = Math.max(1, record.stats.ok);
+  const pg = record.postgres!;
+  const c = record.counters;
+  const per = (v: number | undefined, digits = 2): string => (v === undefined ? '?' : (v / n).toFixed(digits));
+  return (
+    `per invocation ${per(pg.transactions)} transactions, ${per(c.roundTrips)} round trips, ` +
+    `${per(pg.statements)} statements, ${per(pg.walBytes, 0)} WAL bytes; ${per(c.forwarded)} forwarded` +
+    ((c.forwardMisdirected ?? 0) > 0 ? `, ${c.forwardMisdirected} refused (421)` : '') +
+    ((c.forwardFailed ?? 0) + (c.forwardNoOwner ?? 0) > 0
+      ? `, ${(c.forwardFailed ?? 0) + (c.forwardNoOwner ?? 0)} forwards FAILED`
+      : '') +
+    ((c.partitionMoves ?? 0) > 0 ? `, ${c.partitionMoves} partition moves` : '')
+  );
 }

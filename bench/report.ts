@@ -1,4 +1,5 @@
 import type { LoadStats } from './load-generator.ts';
+import type { PostgresCost, PostgresIdle, StorageReading } from './postgres.ts';
 import type { RuntimeCounters, RuntimeName } from './runtimes.ts';
 import type { Workload } from './workloads.ts';
 
@@ -30,6 +31,8 @@ export interface RunRecord {
   /** Largest sample during the run, bytes. */
   readonly peakRuntimeRss: number;
   readonly peakPostgresPss: number;
+  /** Cluster mode: what PostgreSQL did during the run. */
+  readonly postgres?: PostgresCost;
 }
 
 export interface Summary {
@@ -67,6 +70,33 @@ export interface Summary {
     readonly meanCommitMs: number;
     /** Seconds spent inside commits ÷ wall-clock seconds: near 1 means the committer never rests. */
     readonly committerBusy: number;
+  };
+  /** Cluster mode: PostgreSQL's work per invocation. */
+  readonly postgresPerInvocation?: {
+    /** Committed and rolled-back transactions (read-only ones included), and those that wrote (took an xid). */
+    readonly transactions: number;
+    readonly writeTransactions: number;
+    /** Round trips the runtime made (bench/pg-probe.ts), statements PostgreSQL ran (pg_stat_statements). */
+    readonly roundTrips: number | undefined;
+    readonly statements: number;
+    readonly statementExecMs: number;
+    readonly walBytes: number;
+    readonly walRecords: number;
+    readonly walFpi: number;
+    readonly walWrites: number;
+    readonly walSyncs: number;
+    readonly dataPageWrites: number;
+  };
+  /** Cluster mode: requests sent on between nodes, and where the invocations ran. */
+  readonly cluster?: {
+    readonly forwardedPerInvocation: number;
+    /** Totals over the runs (see `RuntimeCounters`). */
+    readonly forwardMisdirected: number;
+    readonly forwardFailed: number;
+    readonly forwardNoOwner: number;
+    readonly partitionMoves: number;
+    /** Share of the invocations each node stored (the owners of their partitions), in node order. */
+    readonly invocationShareByNode: readonly number[];
   };
 }
 
@@ -143,8 +173,47 @@ export function summarize(records: readonly RunRecord[]): Summary[] {
       peakRuntimeRssMiB: Math.max(...runs.map((r) => r.peakRuntimeRss)) / MiB,
       peakPostgresPssMiB: Math.max(...runs.map((r) => r.peakPostgresPss)) / MiB,
       ...groupCommit(runs, requests, window),
+      ...clusterSummary(runs, requests),
     };
   });
+}
+
+function clusterSummary(
+  runs: readonly RunRecord[],
+  requests: number,
+): Pick<Summary, 'postgresPerInvocation' | 'cluster'> {
+  if (requests === 0 || !runs.every((r) => r.postgres !== undefined)) return {};
+  const per = (pick: (r: RunRecord) => number): number => runs.reduce((a, r) => a + pick(r), 0) / requests;
+  const pg = (key: keyof Omit<PostgresCost, 'topStatements' | 'settleS' | 'idleSubtractedS'>): number =>
+    per((r) => r.postgres![key]);
+  const byNode: number[] = [];
+  for (const r of runs) (r.counters.acceptedByNode ?? []).forEach((n, i) => (byNode[i] = (byNode[i] ?? 0) + n));
+  const accepted = byNode.reduce((a, b) => a + b, 0);
+  return {
+    postgresPerInvocation: {
+      transactions: pg('transactions'),
+      writeTransactions: pg('writeTransactions'),
+      roundTrips: runs.every((r) => r.counters.roundTrips !== undefined)
+        ? per((r) => r.counters.roundTrips ?? 0)
+        : undefined,
+      statements: pg('statements'),
+      statementExecMs: pg('statementExecMs'),
+      walBytes: pg('walBytes'),
+      walRecords: pg('walRecords'),
+      walFpi: pg('walFpi'),
+      walWrites: pg('walWrites'),
+      walSyncs: pg('walSyncs'),
+      dataPageWrites: pg('dataPageWrites'),
+    },
+    cluster: {
+      forwardedPerInvocation: per((r) => r.counters.forwarded ?? 0),
+      forwardMisdirected: runs.reduce((a, r) => a + (r.counters.forwardMisdirected ?? 0), 0),
+      forwardFailed: runs.reduce((a, r) => a + (r.counters.forwardFailed ?? 0), 0),
+      forwardNoOwner: runs.reduce((a, r) => a + (r.counters.forwardNoOwner ?? 0), 0),
+      partitionMoves: runs.reduce((a, r) => a + (r.counters.partitionMoves ?? 0), 0),
+      invocationShareByNode: byNode.map((n) => (accepted === 0 ? 0 : n / accepted)),
+    },
+  };
 }
 
 function groupCommit(runs: readonly RunRecord[], requests: number, windowS: number): Pick<Summary, 'groupCommit'> {
@@ -180,6 +249,32 @@ export function ratios(summaries: readonly Summary[]): Ratio[] {
       p50: r.p50Ms / s.p50Ms,
       p99: r.p99Ms / s.p99Ms,
       cpuPerInvocation: r.cpuPer1k.total / s.cpuPer1k.total,
+    });
+  }
+  return out;
+}
+
+/** Cluster mode: each cluster ÷ the first one (`baseline`), workload by workload. */
+export interface ClusterRatio extends Ratio {
+  readonly runtime: RuntimeName;
+  readonly baseline: RuntimeName;
+}
+
+export function clusterRatios(summaries: readonly Summary[], baseline: RuntimeName): ClusterRatio[] {
+  const out: ClusterRatio[] = [];
+  for (const r of summaries) {
+    if (r.runtime === baseline) continue;
+    const b = find(summaries, r.workload, r.concurrency, baseline);
+    if (b === undefined) continue;
+    out.push({
+      workload: r.workload,
+      concurrency: r.concurrency,
+      runtime: r.runtime,
+      baseline,
+      rps: r.rps / b.rps,
+      p50: r.p50Ms / b.p50Ms,
+      p99: r.p99Ms / b.p99Ms,
+      cpuPerInvocation: r.cpuPer1k.total / b.cpuPer1k.total,
     });
   }
   return out;
@@ -271,20 +366,24 @@ function table(
   return [line(header), rule, ...rows.map(line)].join('\n');
 }
 
-/** The results as Markdown tables (readable in a terminal, pasted as is into bench/README.md). */
-export function formatReport(
-  summaries: readonly Summary[],
-  ratioRows: readonly Ratio[],
-  totals: readonly CpuTotal[],
-  targetRows: readonly Target[],
-): string {
-  const ordered = [...summaries].sort(
+function ordered(summaries: readonly Summary[]): Summary[] {
+  return [...summaries].sort(
     (a, b) =>
-      a.workload.localeCompare(b.workload) || a.concurrency - b.concurrency || a.runtime.localeCompare(b.runtime),
+      a.workload.localeCompare(b.workload) ||
+      a.concurrency - b.concurrency ||
+      a.runtime.localeCompare(b.runtime, undefined, { numeric: true }),
   );
-  const main = table(
+}
+
+/** Whether a runtime's CPU and memory include a PostgreSQL of its own (Ratchet and its clusters). */
+function hasPostgres(runtime: RuntimeName): boolean {
+  return runtime !== 'restate';
+}
+
+function mainTable(rows: readonly Summary[]): string {
+  return table(
     ['workload', 'c', 'runtime', 'req/s', 'p50 ms', 'p99 ms', 'CPU s/1k inv', 'peak RSS MiB', 'failed'],
-    ordered.map((s) => [
+    rows.map((s) => [
       s.workload,
       String(s.concurrency),
       s.runtime,
@@ -297,7 +396,10 @@ export function formatReport(
     ]),
     new Set([1, 3, 4, 5, 6, 7, 8]),
   );
-  const breakdown = table(
+}
+
+function breakdownTable(rows: readonly Summary[]): string {
+  return table(
     [
       'workload',
       'c',
@@ -310,53 +412,89 @@ export function formatReport(
       'cores busy',
       'of it others',
     ],
-    ordered.map((s) => [
+    rows.map((s) => [
       s.workload,
       String(s.concurrency),
       s.runtime,
       s.cpuPer1k.runtime.toFixed(3),
-      s.runtime === 'ratchet' ? s.cpuPer1k.postgres.toFixed(3) : '',
+      hasPostgres(s.runtime) ? s.cpuPer1k.postgres.toFixed(3) : '',
       s.cpuPer1k.service.toFixed(3),
       s.cpuPer1k.loadGenerator.toFixed(3),
-      s.runtime === 'ratchet' ? s.peakPostgresPssMiB.toFixed(0) : '',
+      hasPostgres(s.runtime) ? s.peakPostgresPssMiB.toFixed(0) : '',
       s.busyCores.toFixed(2),
       s.otherCores.toFixed(2),
     ]),
     new Set([1, 3, 4, 5, 6, 7, 8, 9]),
   );
-  const committed = ordered.filter((s) => s.groupCommit !== undefined);
+}
+
+/** Ratchet's group commit; in cluster mode one row per cluster (summed over its nodes). */
+function commitSection(rows: readonly Summary[], withRuntime: boolean): string[] {
+  const committed = rows.filter((s) => s.groupCommit !== undefined);
+  if (committed.length === 0) return [];
   const commitTable = table(
-    ['workload', 'c', 'commits/inv', 'writes/commit', 'mean commit ms', 'committer busy'],
+    [
+      'workload',
+      'c',
+      ...(withRuntime ? ['runtime'] : []),
+      'commits/inv',
+      'writes/commit',
+      'mean commit ms',
+      'committer busy',
+    ],
     committed.map((s) => [
       s.workload,
       String(s.concurrency),
+      ...(withRuntime ? [s.runtime] : []),
       s.groupCommit!.commitsPerInvocation.toFixed(2),
       s.groupCommit!.writesPerCommit.toFixed(1),
       s.groupCommit!.meanCommitMs.toFixed(2),
       `${(s.groupCommit!.committerBusy * 100).toFixed(0)} %`,
     ]),
-    new Set([1, 2, 3, 4, 5]),
+    new Set(withRuntime ? [1, 3, 4, 5, 6] : [1, 2, 3, 4, 5]),
   );
-  const ratioTable = table(
-    ['workload', 'c', 'req/s', 'p50', 'p99', 'CPU/inv'],
-    ratioRows.map((r) => [r.workload, String(r.concurrency), x(r.rps), x(r.p50), x(r.p99), x(r.cpuPerInvocation)]),
-    new Set([1, 2, 3, 4, 5]),
-  );
-  const totalsTable = table(
+  return [
+    "Ratchet's group commit (from its /metrics): transactions per invocation, writes per transaction, time from",
+    withRuntime
+      ? 'BEGIN to COMMIT, and the share of wall-clock time a commit was in progress (summed over the nodes):'
+      : 'BEGIN to COMMIT, and the share of wall-clock time a commit was in progress:',
+    '',
+    commitTable,
+    '',
+  ];
+}
+
+function totalsTable(totals: readonly CpuTotal[]): string {
+  return table(
     ['runtime', 'invocations', 'CPU s runtime', 'CPU s PG', 'ms CPU/inv', 'VmHWM MiB'],
     totals.map((t) => [
       t.runtime,
       String(t.invocations),
       t.cpuSeconds.runtime.toFixed(1),
-      t.runtime === 'ratchet' ? t.cpuSeconds.postgres.toFixed(1) : '',
+      hasPostgres(t.runtime) ? t.cpuSeconds.postgres.toFixed(1) : '',
       t.msPerInvocation.toFixed(3),
       t.peakRssMiB.toFixed(0),
     ]),
     new Set([1, 2, 3, 4, 5]),
   );
+}
+
+/** The results as Markdown tables (readable in a terminal, pasted as is into bench/README.md). */
+export function formatReport(
+  summaries: readonly Summary[],
+  ratioRows: readonly Ratio[],
+  totals: readonly CpuTotal[],
+  targetRows: readonly Target[],
+): string {
+  const rows = ordered(summaries);
+  const ratioTable = table(
+    ['workload', 'c', 'req/s', 'p50', 'p99', 'CPU/inv'],
+    ratioRows.map((r) => [r.workload, String(r.concurrency), x(r.rps), x(r.p50), x(r.p99), x(r.cpuPerInvocation)]),
+    new Set([1, 2, 3, 4, 5]),
+  );
   const targetLines = targetRows.map((t) => `${t.verdict.padEnd(4)}  ${t.name}: ${t.detail}`);
   return [
-    main,
+    mainTable(rows),
     '',
     'Ratchet ÷ restate-server (req/s above 1 is better; latency and CPU below 1 are better):',
     '',
@@ -365,23 +503,186 @@ export function formatReport(
     'Where the CPU goes, ms per invocation by process, and how busy the cores were (others = processes not the',
     "benchmark's, i.e. noise):",
     '',
-    breakdown,
+    breakdownTable(rows),
     '',
-    ...(committed.length === 0
-      ? []
-      : [
-          "Ratchet's group commit (from its /metrics): transactions per invocation, writes per transaction, time from",
-          'BEGIN to COMMIT, and the share of wall-clock time a commit was in progress:',
-          '',
-          commitTable,
-          '',
-        ]),
+    ...commitSection(rows, false),
     'Whole benchmark (warm-up, runs and gaps; includes background work such as checkpoints and compaction):',
     '',
-    totalsTable,
+    totalsTable(totals),
     '',
     'Targets (reported, not asserted):',
     '',
     ...targetLines,
+  ].join('\n');
+}
+
+function fixed(value: number | undefined, digits: number): string {
+  return value === undefined ? '' : value.toFixed(digits);
+}
+
+/**
+ * Cluster mode's report: the clusters side by side (each a number of Ratchet nodes on a PostgreSQL of its own), the
+ * ratios to the first, where the CPU goes, PostgreSQL's work per invocation, and what the nodes did between them.
+ */
+export function formatClusterReport(
+  summaries: readonly Summary[],
+  ratioRows: readonly ClusterRatio[],
+  totals: readonly CpuTotal[],
+  idle: Readonly<Partial<Record<RuntimeName, PostgresIdle>>>,
+  storage: Readonly<Partial<Record<RuntimeName, StorageReading | undefined>>>,
+): string {
+  const rows = ordered(summaries);
+  const ratioTable = table(
+    ['workload', 'c', 'runtime', 'req/s', 'p50', 'p99', 'CPU/inv'],
+    ratioRows.map((r) => [
+      r.workload,
+      String(r.concurrency),
+      `${r.runtime} ÷ ${r.baseline}`,
+      x(r.rps),
+      x(r.p50),
+      x(r.p99),
+      x(r.cpuPerInvocation),
+    ]),
+    new Set([1, 3, 4, 5, 6]),
+  );
+  const withPg = rows.filter((s) => s.postgresPerInvocation !== undefined);
+  const pgTable = table(
+    [
+      'workload',
+      'c',
+      'runtime',
+      'xacts',
+      'writing',
+      'round trips',
+      'statements',
+      'exec ms',
+      'WAL bytes',
+      'WAL records',
+      'FPI',
+      'WAL writes',
+      'WAL syncs',
+      'PG CPU ms',
+    ],
+    withPg.map((s) => {
+      const p = s.postgresPerInvocation!;
+      return [
+        s.workload,
+        String(s.concurrency),
+        s.runtime,
+        p.transactions.toFixed(2),
+        p.writeTransactions.toFixed(2),
+        fixed(p.roundTrips, 2),
+        p.statements.toFixed(2),
+        p.statementExecMs.toFixed(3),
+        p.walBytes.toFixed(0),
+        p.walRecords.toFixed(1),
+        p.walFpi.toFixed(2),
+        p.walWrites.toFixed(2),
+        p.walSyncs.toFixed(2),
+        s.cpuPer1k.postgres.toFixed(3),
+      ];
+    }),
+    new Set([1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]),
+  );
+  const clusterTable = table(
+    [
+      'workload',
+      'c',
+      'runtime',
+      'forwarded/inv',
+      'refused (421)',
+      'lost',
+      'no owner',
+      'partition moves',
+      'invocations by node',
+    ],
+    withPg.map((s) => [
+      s.workload,
+      String(s.concurrency),
+      s.runtime,
+      fixed(s.cluster?.forwardedPerInvocation, 2),
+      String(s.cluster?.forwardMisdirected ?? ''),
+      String(s.cluster?.forwardFailed ?? ''),
+      String(s.cluster?.forwardNoOwner ?? ''),
+      String(s.cluster?.partitionMoves ?? ''),
+      (s.cluster?.invocationShareByNode ?? []).map((share) => `${(share * 100).toFixed(0)} %`).join(' / '),
+    ]),
+    new Set([1, 3, 4, 5, 6, 7]),
+  );
+  const idleRows = Object.entries(idle).map(([runtime, i]) => {
+    const per = (v: number): string => (v / i!.seconds).toFixed(1);
+    return [
+      runtime,
+      i!.seconds.toFixed(0),
+      per(i!.cost.transactions),
+      per(i!.cost.writeTransactions),
+      per(i!.cost.statements),
+      per(i!.cost.walBytes),
+    ];
+  });
+  const idleTable = table(
+    ['runtime', 'over s', 'xacts/s', 'writing/s', 'statements/s', 'WAL bytes/s'],
+    idleRows,
+    new Set([1, 2, 3, 4, 5]),
+  );
+  const storageRows = Object.entries(storage).flatMap(([runtime, st]) =>
+    st === undefined
+      ? []
+      : [
+          [
+            runtime,
+            String(st.invocations),
+            String(st.journalEntries),
+            (st.bytes / MiB).toFixed(1),
+            st.invocations === 0 ? '' : (st.bytes / st.invocations / 1024).toFixed(2),
+          ],
+        ],
+  );
+  const storageTable = table(
+    ['runtime', 'invocations', 'journal entries', 'tables MiB', 'KiB/inv'],
+    storageRows,
+    new Set([1, 2, 3, 4]),
+  );
+  return [
+    mainTable(rows),
+    '',
+    'Each cluster ÷ the first (req/s above 1 is better; latency and CPU below 1 are better):',
+    '',
+    ratioTable,
+    '',
+    'Where the CPU goes, ms per invocation by process (runtime: all nodes together), and how busy the cores were',
+    "(others = processes not the benchmark's, i.e. noise):",
+    '',
+    breakdownTable(rows),
+    '',
+    ...commitSection(rows, true),
+    "PostgreSQL's work per invocation: transactions (committed or rolled back) and those that wrote (took an xid),",
+    'round trips the nodes made, statements run and their execution time (pg_stat_statements), WAL (bytes from the',
+    'insert position; records, full-page images, write calls and syncs from pg_stat_wal/pg_stat_io), PostgreSQL CPU.',
+    'Counts read after the settle time are net of the idle background of that time (see below):',
+    '',
+    pgTable,
+    '',
+    'Between the nodes: requests forwarded to the owner of their partition per invocation; forwards the receiver',
+    'refused (421: it does not serve the partition; the sender looks again), lost (outcome unknown, 503) or without',
+    'an owner in time (503); partition moves during the runs; the share of invocations each node stored and ran:',
+    '',
+    clusterTable,
+    '',
+    ...(idleRows.length === 0
+      ? []
+      : ["PostgreSQL's background without load (heartbeats, lease renewals), per second:", '', idleTable, '']),
+    ...(storageRows.length === 0
+      ? []
+      : [
+          "What the runtime's tables hold at the end (results and journals are kept a day by default, so nothing was",
+          'deleted yet; tables with their indexes and TOAST):',
+          '',
+          storageTable,
+          '',
+        ]),
+    'Whole benchmark (warm-up, runs and gaps; includes background work such as checkpoints and autovacuum):',
+    '',
+    totalsTable(totals),
   ].join('\n');
 }

@@ -4,11 +4,13 @@ import { join, relative } from 'node:path';
 import * as prettier from 'prettier';
 import type { ExitStatus } from '../test/support/child-process.ts';
 import { LoadGenerator, forkModule, startServiceHost } from './children.ts';
+import { startRatchetCluster, type RatchetCluster } from './cluster.ts';
 import { Abort, describe, log, settleAll, sleep } from './control.ts';
 import { measure, type Stack } from './measure.ts';
-import { formatReport, ratios, summarize, targets } from './report.ts';
+import { clusterRatios, formatClusterReport, formatReport, ratios, summarize, targets } from './report.ts';
 import {
   PROTOCOL_VERSION,
+  clusterName,
   register,
   startRatchet,
   startRestate,
@@ -16,12 +18,14 @@ import {
   type RuntimeUnderTest,
 } from './runtimes.ts';
 import { USAGE, UsageError, parseSettings, type Settings } from './settings.ts';
-import { OBJECT_KEYS, isExpectedResponse, workloadRequest, type Workload } from './workloads.ts';
+import { OBJECT_KEYS, SERVICES, isExpectedResponse, workloadRequest, type Workload } from './workloads.ts';
 
 /**
  * `npm run bench`: Ratchet and restate-server side by side on the same SDK services, driven by the same load generator,
  * interleaved run by run so that noise on this shared machine hits both alike. `npm run bench -- --quick` is the CI
- * check that the harness works (no speed assertions). See bench/README.md.
+ * check that the harness works (no speed assertions). `npm run bench -- --nodes 1,3` (cluster mode) measures Ratchet
+ * clusters of those sizes side by side instead, each on its own PostgreSQL, with PostgreSQL's cost per invocation.
+ * See bench/README.md.
  */
 
 /**
@@ -29,13 +33,23 @@ import { OBJECT_KEYS, isExpectedResponse, workloadRequest, type Workload } from 
  * restate-server's ingress learns of a new deployment a moment after the admin API answered) must not be timed.
  */
 async function checkWorkloads(runtime: RuntimeUnderTest, workloads: readonly Workload[]): Promise<void> {
+  // A cluster: through every node's ingress.
+  for (const ingressUrl of runtime.ingressUrls ?? [runtime.ingressUrl])
+    await checkWorkloadsAt(runtime, ingressUrl, workloads);
+}
+
+async function checkWorkloadsAt(
+  runtime: RuntimeUnderTest,
+  ingressUrl: string,
+  workloads: readonly Workload[],
+): Promise<void> {
   for (const workload of workloads) {
     const request = workloadRequest(workload, 0);
     const deadline = Date.now() + 30_000;
     let last = '';
     for (;;) {
       try {
-        const res = await fetch(`${runtime.ingressUrl}${request.path}`, {
+        const res = await fetch(`${ingressUrl}${request.path}`, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
           body: request.body,
@@ -48,7 +62,9 @@ async function checkWorkloads(runtime: RuntimeUnderTest, workloads: readonly Wor
         last = err instanceof Error ? err.message : String(err);
       }
       if (Date.now() > deadline) {
-        throw new Error(`${runtime.name} does not answer ${workload} (${request.path}) as expected; last: ${last}`);
+        throw new Error(
+          `${runtime.name} does not answer ${workload} (${ingressUrl}${request.path}) as expected; last: ${last}`,
+        );
       }
       await sleep(200);
     }
@@ -86,6 +102,94 @@ function machineDescription(): MachineDescription {
 async function writeResults(file: string, results: unknown): Promise<void> {
   const options = (await prettier.resolveConfig(file)) ?? {};
   await writeFile(file, await prettier.format(JSON.stringify(results), { ...options, parser: 'json' }));
+}
+
+/** The nodes log at `warn` and above: a line there is worth a look (the JSON has the last ones as `nodeLogs`). */
+function logSummary(logs: Record<string, Record<string, string[]>>): string {
+  const lines = Object.entries(logs).flatMap(([cluster, nodes]) =>
+    Object.entries(nodes)
+      .filter(([, tail]) => tail.length > 0)
+      .map(
+        ([node, tail]) =>
+          `${cluster} ${node}: ${tail.length} distinct log line(s), the last: ${tail[tail.length - 1]!.slice(0, 300)}`,
+      ),
+  );
+  return lines.length === 0
+    ? ''
+    : `Node logs (warn and above; the last lines are in the JSON as nodeLogs):\n${lines.join('\n')}\n\n`;
+}
+
+/** Cluster mode's end: what the clusters look like after the runs, the report, and the JSON results. */
+async function reportClusters(
+  settings: Settings,
+  clusters: readonly RatchetCluster[],
+  result: Awaited<ReturnType<typeof measure>>,
+  started: number,
+  machineAtStart: MachineDescription,
+): Promise<void> {
+  const names = clusters.map((c) => c.name);
+  const ownershipAtEnd = Object.fromEntries(
+    await Promise.all(clusters.map(async (c) => [c.name, await c.ownership().catch(() => undefined)] as const)),
+  );
+  const storage = Object.fromEntries(
+    await Promise.all(clusters.map(async (c) => [c.name, await c.storage().catch(() => undefined)] as const)),
+  );
+  const nodeLogs = Object.fromEntries(clusters.map((c) => [c.name, c.logTails()]));
+  const summaries = summarize(result.records);
+  const ratioRows = clusterRatios(summaries, names[0]!);
+  const report = formatClusterReport(summaries, ratioRows, result.totals, result.postgresIdle, storage);
+  const machine = { ...machineAtStart, loadAverageAtEnd: loadAverage() };
+  const finished = new Date();
+  const totalS = (finished.getTime() - started) / 1000;
+  await mkdir(settings.resultsDir, { recursive: true });
+  const file = join(
+    settings.resultsDir,
+    `${finished.toISOString().replace(/[:.]/g, '-')}-nodes-${settings.clusterSizes.join('-')}` +
+      `${settings.mode === 'quick' ? '-quick' : ''}.json`,
+  );
+  await writeResults(file, {
+    format: 1,
+    mode: settings.mode,
+    clusterMode: true,
+    startedAt: new Date(started).toISOString(),
+    finishedAt: finished.toISOString(),
+    wallClockS: totalS,
+    machine,
+    settings: {
+      rounds: settings.rounds,
+      durationS: settings.durationS,
+      warmupS: settings.warmupS,
+      pgSettleS: settings.pgSettleS,
+      concurrencies: settings.concurrencies,
+      workloads: settings.workloads,
+      clusterSizes: settings.clusterSizes,
+      ratchetEnv: settings.ratchetEnv,
+      objectKeys: OBJECT_KEYS,
+      protocolVersion: PROTOCOL_VERSION,
+      loadGenerator:
+        'autocannon 9 (HTTP/1.1 keep-alive, one request in flight per connection), own process; connection i ' +
+        'to node i mod N',
+      sdk: '@restatedev/restate-sdk over h2c, one service process per cluster (its deployment, shared by the nodes)',
+    },
+    runtimes: Object.fromEntries(clusters.map((c) => [c.name, c.description])),
+    ownershipAtEnd,
+    storage,
+    nodeLogs,
+    postgresIdle: result.postgresIdle,
+    summaries,
+    ratios: ratioRows,
+    totals: result.totals,
+    runs: result.records,
+  });
+  process.stdout.write(
+    `\nRatchet clusters of ${settings.clusterSizes.join(', ')} node(s), each on its own PostgreSQL — ` +
+      `${settings.mode} mode, protocol V${PROTOCOL_VERSION}, ${settings.rounds} round(s) × ${settings.durationS} s per cell\n` +
+      `machine: ${machine.cpus} × ${machine.cpuModel}, ${machine.memoryGiB} GiB, ${machine.os}, Node ${machine.node}; ` +
+      `load average ${machine.loadAverageAtStart.join(' ')} at start, ${machine.loadAverageAtEnd.join(' ')} at end\n\n` +
+      `${report}\n\n` +
+      logSummary(nodeLogs) +
+      `results: ${relative(process.cwd(), file) || file}\nwall clock: ${totalS.toFixed(0)} s\n`,
+  );
 }
 
 interface Service {
@@ -142,12 +246,14 @@ async function main(): Promise<number> {
       );
     });
   };
-  let startup: Promise<[Service, Service, RuntimeUnderTest, RuntimeUnderTest, LoadGenerator]> | undefined;
+  let startup: Promise<unknown> | undefined;
 
   try {
+    const clusterMode = settings.clusterSizes.length > 0;
     log(
       `${settings.mode} mode: ${settings.workloads.join(', ')} × c=${settings.concurrencies.join('/')} × ` +
-        `${settings.rounds} round(s) × ${settings.durationS} s per runtime; protocol V${PROTOCOL_VERSION} for both`,
+        `${settings.rounds} round(s) × ${settings.durationS} s per runtime; protocol V${PROTOCOL_VERSION} for ` +
+        (clusterMode ? `all; Ratchet clusters of ${settings.clusterSizes.join(', ')} node(s)` : 'both'),
     );
     // Everything starts at once: Ratchet's PostgreSQL initdb is the slow part.
     const startService = async (name: RuntimeName): Promise<Service> => {
@@ -174,14 +280,59 @@ async function main(): Promise<number> {
       watch(forked.what, forked.exited, forked.output);
       return new LoadGenerator(forked);
     };
-    startup = settleAll<[Service, Service, RuntimeUnderTest, RuntimeUnderTest, LoadGenerator]>([
+    if (clusterMode) {
+      const startCluster = async (size: number): Promise<RatchetCluster> => {
+        const cluster = await startRatchetCluster(size, settings.ratchetEnv, settings.cpuProfDir);
+        cleanups.runtimes.push(() => cluster.stop());
+        runtimesStarted.push(cluster);
+        return cluster;
+      };
+      const names = settings.clusterSizes.map(clusterName);
+      const starting = settleAll<[Service[], RatchetCluster[], LoadGenerator]>([
+        settleAll<Service[]>(names.map(startService)),
+        settleAll<RatchetCluster[]>(settings.clusterSizes.map(startCluster)),
+        startLoad(),
+      ]);
+      startup = starting;
+      const [services, clusters, generator] = await abort.race(starting);
+      load = generator;
+      const stack: Stack = {
+        runtimes: new Map(clusters.map((c) => [c.name, c])),
+        services: new Map(names.map((n, i) => [n, services[i]!.pid])),
+        load,
+      };
+      for (const rt of stack.runtimes.values()) watch(rt.name, rt.exited, () => rt.output());
+      log(
+        `started in ${((Date.now() - started) / 1000).toFixed(1)} s (${clusters
+          .map(
+            (c) =>
+              `${c.name}: ${String(c.description['partitions'])} partitions balanced after ${Number(c.description['balancedAfterS']).toFixed(1)} s`,
+          )
+          .join('; ')}); registering the SDK services`,
+      );
+      await abort.race(
+        Promise.all(
+          clusters.map(async (c, i) => {
+            await register(c, services[i]!.url);
+            await c.waitForServices(SERVICES.map((svc) => svc.name));
+            await checkWorkloads(c, settings.workloads);
+          }),
+        ),
+      );
+      const result = await measure(settings, stack, abort);
+      stopping = true;
+      await reportClusters(settings, clusters, result, started, machineAtStart);
+      return 0;
+    }
+    const starting = settleAll<[Service, Service, RuntimeUnderTest, RuntimeUnderTest, LoadGenerator]>([
       startService('ratchet'),
       startService('restate'),
       startRuntime('ratchet'),
       startRuntime('restate'),
       startLoad(),
     ]);
-    const [ratchetService, restateService, ratchet, restate, generator] = await abort.race(startup);
+    startup = starting;
+    const [ratchetService, restateService, ratchet, restate, generator] = await abort.race(starting);
     load = generator;
     const stack: Stack = {
       runtimes: new Map([

@@ -14,6 +14,7 @@ import {
 import { bindAddr, freePort, loopbackUrl } from '../test/support/ports.ts';
 import { startRestateServer } from '../test/support/restate-server.ts';
 import { REPO_ROOT } from '../test/support/runtime-process.ts';
+import type { PostgresSnapshot } from './postgres.ts';
 import { peakRssBytes, pssBytes, rssBytes, treeCpuSeconds, treePids } from './procfs.ts';
 
 /**
@@ -21,7 +22,13 @@ import { peakRssBytes, pssBytes, rssBytes, treeCpuSeconds, treePids } from './pr
  * used so far, memory now, and a stop that leaves nothing behind.
  */
 
-export type RuntimeName = 'ratchet' | 'restate';
+/** Cluster mode's runtimes: a Ratchet cluster of that many nodes on its own PostgreSQL. */
+export type ClusterName = `ratchet×${number}`;
+export type RuntimeName = 'ratchet' | 'restate' | ClusterName;
+
+export function clusterName(size: number): ClusterName {
+  return `ratchet×${size}`;
+}
 
 export interface CpuReading {
   /** The runtime's own process (Ratchet: the Node process; restate: restate-server). */
@@ -41,6 +48,8 @@ export interface RuntimeUnderTest {
   readonly name: RuntimeName;
   readonly pid: number;
   readonly ingressUrl: string;
+  /** Every ingress the load is spread over (a cluster's nodes); absent: `ingressUrl` alone. */
+  readonly ingressUrls?: readonly string[];
   readonly adminUrl: string;
   /** Version, settings and whatever else a reader of the results needs to reproduce them. */
   readonly description: Record<string, unknown>;
@@ -51,6 +60,8 @@ export interface RuntimeUnderTest {
   peakRss(): Promise<number>;
   /** The runtime's own counters that explain where time goes (Ratchet: group commit); empty for restate-server. */
   counters(): Promise<RuntimeCounters>;
+  /** PostgreSQL's own counters; only where the harness runs the PostgreSQL (cluster mode, with pg_stat_statements). */
+  postgresStats?(): Promise<PostgresSnapshot>;
   output(): string;
   /** Resolves when the runtime's process exits, expectedly or not. */
   readonly exited: Promise<ExitStatus>;
@@ -65,10 +76,25 @@ export interface RuntimeCounters {
   readonly commits?: number;
   readonly commitWrites?: number;
   readonly commitSeconds?: number;
+  /** Cluster mode, summed over the nodes: round trips to PostgreSQL (counted by `bench/pg-probe.ts`). */
+  readonly roundTrips?: number;
+  /**
+   * Requests a node sent on to the owner of their partition; forwarded requests the receiver refused because it does
+   * not serve the partition (421, the sender looks again); forwards whose outcome was lost; requests that found no
+   * owner in time (the last two answer the client 503).
+   */
+  readonly forwarded?: number;
+  readonly forwardMisdirected?: number;
+  readonly forwardFailed?: number;
+  readonly forwardNoOwner?: number;
+  /** Partitions acquired, released or lost by any node. */
+  readonly partitionMoves?: number;
+  /** Invocations stored by each node (the owner of the invocation's partition), in node order. */
+  readonly acceptedByNode?: readonly number[];
 }
 
 /** Ratchet's Prometheus metrics this harness reads (`runtime/src/telemetry/metrics.ts`). */
-const RATCHET_COUNTERS: Record<keyof RuntimeCounters, string> = {
+const RATCHET_COUNTERS: Record<'commits' | 'commitWrites' | 'commitSeconds', string> = {
   commits: 'ratchet_storage_commit_duration_seconds_count',
   commitWrites: 'ratchet_storage_commit_batch_writes_sum',
   commitSeconds: 'ratchet_storage_commit_duration_seconds_sum',
@@ -92,9 +118,9 @@ async function scrapeRatchet(metricsUrl: string): Promise<RuntimeCounters> {
 /** The service protocol version both runtimes speak: restate-server 1.7's default maximum (V7 is experimental there). */
 export const PROTOCOL_VERSION = 6;
 
-const START_TIMEOUT_MS = 90_000;
+export const START_TIMEOUT_MS = 90_000;
 /** Ratchet drains for up to 30 s, then stops PostgreSQL (fast shutdown, up to 30 s more). */
-const RATCHET_STOP_TIMEOUT_MS = 70_000;
+export const RATCHET_STOP_TIMEOUT_MS = 70_000;
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
@@ -118,7 +144,7 @@ function signalQuietly(pid: number, signal: NodeJS.Signals): void {
   }
 }
 
-async function packageVersion(name: string): Promise<string> {
+export async function packageVersion(name: string): Promise<string> {
   try {
     const text = await readFile(join(REPO_ROOT, 'node_modules', name, 'package.json'), 'utf8');
     return (JSON.parse(text) as { version: string }).version;
@@ -157,7 +183,7 @@ async function stopOrphanPostgres(dataDir: string): Promise<void> {
   if (await isAlive(pid)) process.kill(pid, 'SIGKILL');
 }
 
-async function waitForExit(exited: Promise<ExitStatus>, ms: number): Promise<ExitStatus | undefined> {
+export async function waitForExit(exited: Promise<ExitStatus>, ms: number): Promise<ExitStatus | undefined> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<undefined>((resolve) => {
     timer = setTimeout(() => resolve(undefined), ms);
@@ -169,7 +195,7 @@ async function waitForExit(exited: Promise<ExitStatus>, ms: number): Promise<Exi
   }
 }
 
-async function gitDescription(): Promise<Record<string, unknown>> {
+export async function gitDescription(): Promise<Record<string, unknown>> {
   const run = (args: string[]): Promise<string> =>
     new Promise((resolve) => {
       const child = spawn('git', args, { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'ignore'] });

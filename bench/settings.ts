@@ -17,6 +17,16 @@ export interface Settings {
   readonly ratchetEnv: Readonly<Record<string, string>>;
   /** Where Ratchet writes a V8 CPU profile of the whole run (`node --cpu-prof`), if anywhere. */
   readonly cpuProfDir: string | undefined;
+  /**
+   * Cluster mode when not empty: one Ratchet cluster of each size (runtime processes on one PostgreSQL of their own),
+   * measured side by side instead of Ratchet against restate-server.
+   */
+  readonly clusterSizes: readonly number[];
+  /**
+   * Cluster mode: seconds to wait after each run before reading PostgreSQL's cumulative statistics (transactions, WAL
+   * records and syncs), which a backend reports up to 10 s after it goes idle.
+   */
+  readonly pgSettleS: number;
 }
 
 export const USAGE = `usage: npm run bench [-- options]
@@ -28,7 +38,12 @@ export const USAGE = `usage: npm run bench [-- options]
   --workloads LIST      comma-separated subset of ${WORKLOADS.join(',')}
   --results-dir DIR     where the JSON results go (default bench/results)
   --ratchet-env K=V     extra environment for Ratchet, e.g. RATCHET_GROUP_COMMIT_CONCURRENCY=1 (repeatable)
-  --cpu-prof DIR        Ratchet writes a V8 CPU profile of its whole run into DIR (node --cpu-prof)`;
+  --cpu-prof DIR        Ratchet writes a V8 CPU profile of its whole run into DIR (node --cpu-prof)
+  --nodes LIST          cluster mode: comma-separated cluster sizes, e.g. 1,3: each an N-node Ratchet cluster on its
+                        own PostgreSQL (with pg_stat_statements), load spread over its N ingresses, measured side by
+                        side with PostgreSQL's cost per invocation; no restate-server
+  --pg-settle S         cluster mode: seconds after each run before PostgreSQL's cumulative statistics are read
+                        (default 11; 0 with --quick)`;
 
 function positive(name: string, value: string | undefined, fallback: number): number {
   if (value === undefined) return fallback;
@@ -69,6 +84,8 @@ export function parseSettings(argv: readonly string[]): Settings {
         'results-dir': { type: 'string' },
         'ratchet-env': { type: 'string', multiple: true },
         'cpu-prof': { type: 'string' },
+        nodes: { type: 'string' },
+        'pg-settle': { type: 'string' },
         help: { type: 'boolean', default: false },
       },
       strict: true,
@@ -92,6 +109,18 @@ export function parseSettings(argv: readonly string[]): Settings {
   const durationS = positive('duration', values.duration, quick ? 1.5 : 8);
   if (durationS <= 0) throw new UsageError('--duration must be > 0');
   const ratchetEnv = parseRatchetEnv(values['ratchet-env'] ?? [], '--ratchet-env');
+  const clusterSizes = (values.nodes ?? '')
+    .split(',')
+    .filter((n) => n !== '')
+    .map((c) => {
+      const n = Number(c);
+      if (!Number.isInteger(n) || n < 1 || n > 16)
+        throw new UsageError(`--nodes takes integers from 1 to 16, got ${c}`);
+      return n;
+    });
+  if (new Set(clusterSizes).size !== clusterSizes.length) throw new UsageError('--nodes lists a size twice');
+  if (values.nodes !== undefined && clusterSizes.length === 0) throw new UsageError('--nodes needs at least one size');
+  if (values['pg-settle'] !== undefined && clusterSizes.length === 0) throw new UsageError('--pg-settle needs --nodes');
   return {
     mode: quick ? 'quick' : 'full',
     rounds,
@@ -102,5 +131,7 @@ export function parseSettings(argv: readonly string[]): Settings {
     resultsDir: values['results-dir'] ?? join(REPO_ROOT, 'bench', 'results'),
     ratchetEnv,
     cpuProfDir: values['cpu-prof'],
+    clusterSizes,
+    pgSettleS: positive('pg-settle', values['pg-settle'], quick ? 0 : 11),
   };
 }
