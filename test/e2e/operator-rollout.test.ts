@@ -23,7 +23,8 @@ import { startEndpoint, type SdkEndpoint } from '../support/sdk-endpoint.ts';
 
 const NS = 'rollout';
 const CLUSTER = 'main';
-const REPLICAS = 2;
+// Three, as a production cluster runs (and the issue asks); two took 15 s less on this machine.
+const REPLICAS = 3;
 
 const counter = restate.object({
   name: 'Counter',
