@@ -1,0 +1,215 @@
+import { InvocationId } from '../ids/invocation-id.ts';
+import { Attempt } from '../invoker/attempt.ts';
+import { encodeFrame } from '../protocol/framing.ts';
+import { invocationContentType, negotiateProtocolVersion } from '../protocol/version.ts';
+import type { SchemaRegistry } from '../schema/registry.ts';
+import { isDatabaseUnavailable } from '../storage/pg/unavailable.ts';
+import { updateInvocation } from '../storage/pg/tables/invocations.ts';
+import { type StateEntry } from './state-cache.ts';
+import { loadState } from '../storage/pg/tables/state.ts';
+import * as codec from './codec.ts';
+import { type InvocationCtx } from './invocation.ts';
+import { type PartitionProcessor, lockKey, type EngineFailure } from './processor.ts';
+
+export async function startAttempt(p: PartitionProcessor, ctx: InvocationCtx): Promise<void> {
+  if (p.stopped || ctx.starting || (ctx.attempt !== undefined && !ctx.attempt.isFinished)) return;
+  if (ctx.status !== 'invoked') return;
+  ctx.starting = true;
+  // Only the first start after the insert may skip its start update; any other path through here writes one.
+  const recorded = ctx.startRecorded;
+  ctx.startRecorded = false;
+  try {
+    await ctx.ensureJournal(() => p.loadEntries(ctx.id));
+    // Never hand the deployment an entry that is not durable yet (a run ack before its commit, for example).
+    await p.settled(ctx);
+    if (p.stopped || ctx.status !== 'invoked' || p.active.get(ctx.id) !== ctx) return;
+
+    const pinned = pinDeployment(p, ctx);
+    if ('failure' in pinned) {
+      p.roles.handleFailure(ctx, pinned.failure);
+      return;
+    }
+    const { deployment, protocolVersion } = pinned;
+    const service = p.deps.registry.service(ctx.serviceName);
+    const handler = service?.schema.handlers.find((h) => h.name === ctx.handlerName);
+    const lazy = handler?.enableLazyState ?? service?.schema.enableLazyState ?? false;
+    let stateMap: StateEntry[] = [];
+    let partialState = true;
+    if (ctx.serviceKey !== null && !lazy) {
+      stateMap = await eagerState(p, ctx);
+      partialState = false;
+      // Notifications may have been appended in memory while the state was read: they too must be durable before
+      // they are part of Start (otherwise the SDK could act on an entry that a failed commit never stored).
+      await p.settled(ctx);
+    }
+    if (p.stopped || ctx.status !== 'invoked' || p.active.get(ctx.id) !== ctx) return;
+
+    // Nothing awaits from here to attempt.start(): the snapshot below is exactly what is durable.
+    const journal = ctx.journal!;
+    const startFrame = codec.startFrame(
+      {
+        id: InvocationId.toRaw(ctx.id as InvocationId),
+        debugId: ctx.id,
+        knownEntries: journal.length,
+        stateMap,
+        partialState,
+        key: ctx.serviceKey ?? '',
+        retryCountSinceLastStoredEntry: ctx.retrySinceAppend,
+        durationSinceLastStoredEntry: BigInt(Math.max(0, Date.now() - ctx.lastAppendAt)),
+        randomSeed: ctx.randomSeed,
+      },
+      protocolVersion,
+    );
+    const frames = [startFrame, ...journal.map((e) => encodeFrame(e.type, e.raw))];
+    const bidi = deployment.protocolType === 'BidiStream';
+    const contentType = invocationContentType(protocolVersion);
+    const url = new URL(
+      `invoke/${encodeURIComponent(ctx.serviceName)}/${encodeURIComponent(ctx.handlerName)}`,
+      deployment.uri,
+    );
+    const headers: Record<string, string> = {
+      ...deployment.additionalHeaders,
+      'content-type': contentType,
+      accept: contentType,
+      'x-restate-invocation-id': ctx.id,
+      'x-restate-cluster-name': p.options.clusterName,
+    };
+    if (ctx.serviceKey !== null) headers['x-restate-service-key'] = encodeURIComponent(ctx.serviceKey);
+    const inactivity =
+      handler?.inactivityTimeoutMs ??
+      service?.overrides.inactivityTimeoutMs ??
+      service?.schema.inactivityTimeoutMs ??
+      p.options.inactivityTimeoutMs;
+    const abort =
+      handler?.abortTimeoutMs ??
+      service?.overrides.abortTimeoutMs ??
+      service?.schema.abortTimeoutMs ??
+      p.options.abortTimeoutMs;
+    const client = deployment.httpVersion === 'HTTP/1.1' ? p.deps.http1 : p.deps.http2;
+    const attempt = new Attempt(
+      ++p.attemptSeq,
+      {
+        request: { url, headers },
+        open: (req, h) => client.open(req, h),
+        bidi,
+        contentType,
+        inactivityTimeoutMs: inactivity,
+        abortTimeoutMs: abort,
+        maxMessageSize: p.options.messageSizeLimit,
+      },
+      {
+        onFrame: (a, f) => p.roles.onFrame(ctx, a, f),
+        onFailed: (a, failure) => {
+          if (ctx.attempt !== a) return;
+          ctx.attempt = undefined;
+          p.roles.handleFailure(ctx, {
+            code: 500,
+            message: failure.message,
+            rtCode: failure.code,
+            retryAfterMs: failure.retryAfterMs,
+          });
+        },
+      },
+    );
+    ctx.attempt = attempt;
+    ctx.attemptSnapshot = journal.length;
+    ctx.fromSdk.clear();
+    ctx.awaiting = undefined;
+    const now = new Date();
+    const pinUpdate = ctx.pinUnsaved;
+    ctx.pinUnsaved = false;
+    if (!recorded || pinUpdate)
+      p.write(ctx, [
+        updateInvocation(
+          ctx.id,
+          {
+            lastStartAt: now,
+            lastAttemptDeploymentId: deployment.id,
+            runningAt: now,
+            ...(pinUpdate ? { deploymentId: deployment.id, protocolVersion } : {}),
+          },
+          now,
+        ),
+      ]);
+    attempt.start(frames);
+  } catch (err) {
+    if (isDatabaseUnavailable(err)) p.log.warn({ err, 'service.invocation.id': ctx.id }, 'could not start an attempt');
+    else p.log.error({ err, 'service.invocation.id': ctx.id }, 'could not start an attempt');
+    p.poison(ctx);
+  } finally {
+    ctx.starting = false;
+  }
+}
+
+/** A keyed invocation's whole state for its Start message: a virtual object's from the cache when it is there. */
+export async function eagerState(p: PartitionProcessor, ctx: InvocationCtx): Promise<StateEntry[]> {
+  if (ctx.serviceTy !== 'VirtualObject') return loadState(p.deps.pool, ctx.serviceName, ctx.serviceKey!);
+  const lk = lockKey(ctx.serviceName, ctx.serviceKey!);
+  const cached = p.stateCache.get(lk);
+  if (cached !== undefined) {
+    p.deps.metrics.stateCacheReads.inc({ result: 'hit' });
+    return cached;
+  }
+  p.deps.metrics.stateCacheReads.inc({ result: 'miss' });
+  const read = p.stateCache.beginRead(lk);
+  try {
+    const state = await loadState(p.deps.pool, ctx.serviceName, ctx.serviceKey!);
+    p.stateCache.fill(read, state);
+    return state;
+  } catch (err) {
+    p.stateCache.abandon(read);
+    throw err;
+  }
+}
+
+export function pinDeployment(p: PartitionProcessor, ctx: InvocationCtx): PinChoice {
+  const registry = p.deps.registry;
+  if (ctx.deploymentId !== null && ctx.protocolVersion !== null) {
+    const d = registry.deployment(ctx.deploymentId);
+    if (d === undefined) {
+      return {
+        failure: {
+          code: 500,
+          rtCode: 'RT0011',
+          message: `the deployment ${ctx.deploymentId} pinned by this invocation is gone`,
+        },
+      };
+    }
+    return { deployment: d, protocolVersion: ctx.protocolVersion };
+  }
+  const pin = choosePin(p, ctx.serviceName);
+  if ('failure' in pin) return pin;
+  // Persisted with the attempt-start update in startAttempt: one UPDATE per attempt, not two.
+  ctx.deploymentId = pin.deployment.id;
+  ctx.protocolVersion = pin.protocolVersion;
+  ctx.pinUnsaved = true;
+  return pin;
+}
+
+/** The deployment and protocol version a new attempt of the service pins: its latest deployment's. */
+export function choosePin(p: PartitionProcessor, serviceName: string): PinChoice {
+  const registry = p.deps.registry;
+  const service = registry.service(serviceName);
+  const d = service === undefined ? undefined : registry.deployment(service.deploymentId);
+  if (d === undefined) {
+    return {
+      failure: { code: 500, rtCode: 'RT0011', message: `no deployment found for service ${serviceName}` },
+    };
+  }
+  const v = negotiateProtocolVersion(d.minProtocolVersion, d.maxProtocolVersion, p.options.maxProtocolVersion);
+  if (v === undefined) {
+    return {
+      failure: {
+        code: 500,
+        rtCode: 'RT0013',
+        message: `deployment ${d.id} supports none of the service protocol versions 5 to ${p.options.maxProtocolVersion}`,
+      },
+    };
+  }
+  return { deployment: d, protocolVersion: v };
+}
+
+/** The deployment and protocol version an attempt pins, or why none can be pinned. */
+type PinChoice =
+  | { deployment: NonNullable<ReturnType<SchemaRegistry['deployment']>>; protocolVersion: number }
+  | { failure: EngineFailure };

@@ -1,0 +1,167 @@
+import { MessageType } from '../../protocol/message-types.ts';
+import { type Stmt } from '../../storage/api.ts';
+import { awaitResult, insertOutbox, insertOutboxRequest } from '../../storage/pg/tables/outbox.ts';
+import { encodeNewInvocation } from '../outbox-requests.ts';
+import * as codec from '../codec.ts';
+import { type InvocationCtx } from '../invocation.ts';
+import type { AcceptRequest } from '../types.ts';
+import { orderKey } from '../processor.ts';
+import type { CommandContext, Verdict } from './context.ts';
+import type { Command } from '../codec.ts';
+
+/** Call and one-way call (send): the callee is admitted in the same write (or asked of its owner through the outbox). */
+export function callCommand(c: CommandContext, cmd: Extract<Command, { kind: 'call' | 'oneWayCall' }>): Verdict {
+  const { p, ctx, frame, now, stmts, after, deliverAfter, journalExtra, op, reject } = c;
+  switch (cmd.kind) {
+    case 'call':
+    case 'oneWayCall': {
+      if (cmd.scope !== undefined || cmd.limitKey !== undefined) {
+        reject(
+          'RT0024',
+          `the call to ${cmd.service}/${cmd.handler} uses ${cmd.scope !== undefined ? 'a scope' : 'a limit key'}, ` +
+            'which needs flow control (vqueues); Ratchet does not enable it, so remove the scope and limit key',
+        );
+        return 'stop';
+      }
+      const target = p.deps.registry.service(cmd.service);
+      const handler = target?.schema.handlers.find((h) => h.name === cmd.handler);
+      if (target === undefined || handler === undefined) {
+        reject('RT0018', `the call targets ${cmd.service}/${cmd.handler}, which is not registered`);
+        return 'stop';
+      }
+      const keyedTarget = target.schema.ty !== 'Service';
+      const childReq: AcceptRequest = {
+        service: { name: target.schema.name, ty: target.schema.ty },
+        handler,
+        key: keyedTarget ? cmd.key : undefined,
+        body: cmd.parameter,
+        headers: cmd.headers,
+        delayMs: cmd.kind === 'oneWayCall' && cmd.invokeTime > 0n ? Number(cmd.invokeTime) - now.getTime() : undefined,
+        idempotencyKey: cmd.idempotencyKey,
+        invokedBy: 'service',
+      };
+      const { ctxRow, inputRaw } = p.roles.newInvocation(childReq, now, { id: ctx.id, target: ctx.target });
+      // The callee's rows (its insert, or the waiter on a running one) are written here too.
+      op.keys!.push(orderKey(ctxRow.partitionKey));
+      if (cmd.kind === 'oneWayCall' && ctxRow.status === 'scheduled')
+        ctxRow.scheduledStartAt = new Date(Number(cmd.invokeTime));
+      // A callee in a partition served elsewhere is admitted by its owner, asked in this write (and so is the
+      // caller's wait for its result); the invocation id is known here, so the caller goes on at once.
+      const remote = !p.served.has(ctxRow.partitionId);
+      // An idempotent call whose callee is running already joins it; one that completed gets its stored result.
+      let childCreated = false;
+      let child: { stmts: Stmt[]; ctx: InvocationCtx } | undefined;
+      let childRunnable = false;
+      if (remote) {
+        stmts.push(
+          insertOutboxRequest(
+            ctxRow.partitionId,
+            ctxRow.id,
+            {
+              kind: 'invoke',
+              invocation: encodeNewInvocation(ctxRow),
+              input: Buffer.from(inputRaw).toString('base64'),
+              caller:
+                cmd.kind === 'call'
+                  ? {
+                      id: ctx.id,
+                      partition: ctx.partitionId,
+                      completionId: cmd.resultCompletionId,
+                      entryType: MessageType.CallCompletionNotification,
+                    }
+                  : undefined,
+              workflowRun: target.schema.ty === 'Workflow' && handler.ty === 'Workflow',
+              deterministic: ctxRow.idempotencyKey !== null,
+            },
+            deliverAfter,
+          ),
+        );
+      } else if (!p.active.has(ctxRow.id)) {
+        // Both partitions are written: both leases must hold.
+        if (ctxRow.partitionId !== ctx.partitionId) op.partitions.push(ctxRow.partitionId);
+        childCreated = true;
+        child = p.roles.admit(ctxRow, inputRaw, op, now, ctxRow.idempotencyKey !== null, (inserted) => {
+          childCreated = inserted;
+        });
+        childRunnable = ctxRow.status === 'invoked';
+        stmts.push(...child.stmts);
+      }
+      journalExtra.invokedId = ctxRow.id;
+      journalExtra.invokedTarget = keyedTarget
+        ? `${cmd.service}/${cmd.key}/${cmd.handler}`
+        : `${cmd.service}/${cmd.handler}`;
+      after.push(() => {
+        if (child === undefined) return;
+        if (childCreated) p.roles.afterAdmit(child.ctx, childRunnable);
+        else p.roles.undoAdmit(child.ctx);
+      });
+      if (child !== undefined) {
+        // The caller's write failed: the callee was not stored either (the caller is reloaded and calls again).
+        const admitted = child.ctx;
+        const beforeFailed = op.onFailed;
+        op.onFailed = () => {
+          beforeFailed?.();
+          p.roles.undoAdmit(admitted);
+        };
+      }
+      // The entry itself goes first; the invocation-id notification follows it in the same transaction.
+      const entry = p.appendEntry(ctx, op, { type: frame.type, raw: frame.payload }, now, journalExtra);
+      ctx.fromSdk.add(entry.index);
+      const idNote = p.appendEntry(
+        ctx,
+        op,
+        {
+          type: MessageType.CallInvocationIdCompletionNotification,
+          raw: codec.notification(
+            { kind: 'completion', id: cmd.invocationIdCompletionId },
+            { kind: 'invocationId', invocationId: ctxRow.id },
+          ),
+          completionId: cmd.invocationIdCompletionId,
+          success: true,
+        },
+        now,
+      );
+      if (cmd.kind === 'call' && !remote) {
+        const wait = awaitResult(
+          ctxRow.id,
+          ctx.id,
+          ctx.partitionId,
+          cmd.resultCompletionId,
+          MessageType.CallCompletionNotification,
+          deliverAfter,
+        );
+        if (target.schema.ty === 'Workflow' && handler.ty === 'Workflow') {
+          // A workflow's run executes once per key: calling it again fails, as it does at the ingress.
+          const again = insertOutbox(
+            {
+              partitionId: ctx.partitionId,
+              targetInvocationId: ctx.id,
+              entryType: MessageType.CallCompletionNotification,
+              completionId: cmd.resultCompletionId,
+              signalIdx: null,
+              signalName: null,
+              sourceInvocationId: null,
+              raw: Buffer.from(
+                codec.notification(
+                  { kind: 'completion', id: cmd.resultCompletionId },
+                  { kind: 'failure', failure: { code: 409, message: 'the workflow method was already invoked' } },
+                ),
+              ),
+            },
+            deliverAfter,
+          );
+          stmts.push({ ...wait, when: () => childCreated }, { ...again, when: () => !childCreated });
+        } else {
+          stmts.push(wait);
+        }
+      }
+      op.stmts.push(...stmts);
+      void p.commit(ctx, op, () => {
+        for (const f of after) f();
+        p.roles.sendCommitted(ctx, idNote);
+      });
+      return 'stop';
+    }
+  }
+  return 'append';
+}

@@ -1,0 +1,98 @@
+import { outputFromJournal } from './lifecycle/complete.ts';
+import type { ErrorCode } from '../errors/codes.ts';
+import { type Attempt } from '../invoker/attempt.ts';
+import { type Frame } from '../protocol/framing.ts';
+import { MessageType, isCommand } from '../protocol/message-types.ts';
+import { treeDepth } from './awaiting.ts';
+import * as codec from './codec.ts';
+import { type InvocationCtx } from './invocation.ts';
+import { type PartitionProcessor, type EngineFailure } from './processor.ts';
+
+export function onFrame(p: PartitionProcessor, ctx: InvocationCtx, attempt: Attempt, frame: Frame): void {
+  if (ctx.attempt !== attempt || ctx.poisoned) return;
+  try {
+    if (isCommand(frame.type)) {
+      p.roles.onCommand(ctx, attempt, frame);
+      return;
+    }
+    switch (frame.type) {
+      case MessageType.ProposeRunCompletion:
+        p.roles.onRunProposal(ctx, attempt, frame);
+        return;
+      case MessageType.AwaitingOn: {
+        const tree = codec.awaitingOn(frame.payload);
+        if (treeDepth(tree) > p.options.maxAwaitedFutureDepth) {
+          attempt.markTerminal();
+          ctx.attempt = undefined;
+          p.roles.pauseOnFailure(ctx, {
+            code: 500,
+            rtCode: 'RT0025',
+            message: `awaited future depth exceeds ${p.options.maxAwaitedFutureDepth}`,
+          });
+        }
+        return;
+      }
+      case MessageType.Suspension:
+        attempt.markTerminal();
+        ctx.attempt = undefined;
+        void p.roles.onSuspension(ctx, codec.suspension(frame.payload));
+        return;
+      case MessageType.Error: {
+        attempt.markTerminal();
+        ctx.attempt = undefined;
+        const e = codec.error(frame.payload);
+        onSdkError(p, ctx, e);
+        return;
+      }
+      case MessageType.End:
+        attempt.markTerminal();
+        ctx.attempt = undefined;
+        onEnd(p, ctx);
+        return;
+      default:
+        protocolViolation(p, ctx, attempt, `unexpected message type 0x${frame.type.toString(16)} from the deployment`);
+    }
+  } catch (err) {
+    protocolViolation(p, ctx, attempt, `bad message 0x${frame.type.toString(16)}: ${(err as Error).message}`);
+  }
+}
+
+export function protocolViolation(p: PartitionProcessor, ctx: InvocationCtx, attempt: Attempt, message: string): void {
+  attempt.abort();
+  if (ctx.attempt === attempt) ctx.attempt = undefined;
+  p.roles.handleFailure(ctx, { code: 571, rtCode: 'RT0012', message });
+}
+
+export function onSdkError(p: PartitionProcessor, ctx: InvocationCtx, e: ReturnType<typeof codec.error>): void {
+  const rtCode: ErrorCode =
+    e.code === 570 ? 'RT0016' : e.code === 571 ? 'RT0012' : e.code === 573 ? 'RT0012' : 'RT0007';
+  const failure: EngineFailure = {
+    code: e.code,
+    message: e.message,
+    rtCode,
+    ...(e.nextRetryDelayMs === undefined ? {} : { sdkRetryDelayMs: e.nextRetryDelayMs }),
+    related: e.related,
+  };
+  if (e.behavior === 'pause') {
+    p.roles.pauseOnFailure(ctx, failure);
+  } else if (e.behavior === 'fail') {
+    void p.roles.complete(ctx, { kind: 'failure', failure: { code: e.code, message: e.message } });
+  } else {
+    p.roles.handleFailure(ctx, failure);
+  }
+}
+
+export function onEnd(p: PartitionProcessor, ctx: InvocationCtx): void {
+  // The Output may come from an earlier attempt: the SDK replays a journaled Output and sends only End. `ctx.output`
+  // is lost when the invocation was reloaded from storage meanwhile, so fall back to the journal, which is the truth.
+  const outcome = ctx.output ?? outputFromJournal(ctx.journal);
+  if (outcome === undefined) {
+    p.roles.handleFailure(ctx, {
+      code: 571,
+      rtCode: 'RT0012',
+      message: 'the deployment sent End without an Output command',
+    });
+    return;
+  }
+  void p.roles.complete(ctx, outcome);
+}

@@ -1,0 +1,31 @@
+import { failureColumns } from './retry.ts';
+import { type InvocationId } from '../../ids/invocation-id.ts';
+import { updateInvocation } from '../../storage/pg/tables/invocations.ts';
+import { InvocationNotRunningError } from '../management-errors.ts';
+import { type InvocationCtx } from '../invocation.ts';
+import { type PartitionProcessor, type EngineFailure } from '../processor.ts';
+
+/** Stops a running or suspended invocation until it is resumed. */
+export async function pause(p: PartitionProcessor, id: InvocationId): Promise<'paused' | 'already_paused'> {
+  const ctx = await p.roles.managed(id);
+  if (ctx.status === 'paused') return 'already_paused';
+  if (ctx.status !== 'invoked' && ctx.status !== 'suspended') throw new InvocationNotRunningError(id);
+  ctx.status = 'paused';
+  ctx.awaiting = undefined;
+  const attempt = ctx.attempt;
+  ctx.attempt = undefined;
+  attempt?.abort();
+  p.write(ctx, [updateInvocation(ctx.id, { status: 'paused', awaiting: null, nextRetryAt: null }, new Date())]);
+  await p.settled(ctx);
+  if (ctx.poisoned) throw p.unavailable(id, ctx.partitionId);
+  return 'paused';
+}
+
+export function pauseOnFailure(p: PartitionProcessor, ctx: InvocationCtx, failure: EngineFailure): void {
+  ctx.attempt?.abort();
+  ctx.attempt = undefined;
+  ctx.status = 'paused';
+  p.write(ctx, [
+    updateInvocation(ctx.id, { ...failureColumns(ctx, failure), status: 'paused', nextRetryAt: null }, new Date()),
+  ]);
+}

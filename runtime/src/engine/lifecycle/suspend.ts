@@ -1,0 +1,46 @@
+import { updateInvocation } from '../../storage/pg/tables/invocations.ts';
+import { canResume } from '../awaiting.ts';
+import type * as codec from '../codec.ts';
+import { type InvocationCtx } from '../invocation.ts';
+import { type PartitionProcessor } from '../processor.ts';
+
+export async function onSuspension(
+  p: PartitionProcessor,
+  ctx: InvocationCtx,
+  awaiting: ReturnType<typeof codec.suspension>,
+): Promise<void> {
+  try {
+    await ctx.lastWrite;
+  } catch {
+    return;
+  }
+  if (ctx.poisoned || ctx.status !== 'invoked' || ctx.attempt !== undefined) return;
+  if (canResume(awaiting, ctx)) {
+    // What it waits for is already here (a run proposal in the same response, or a completion that raced the close).
+    void p.roles.startAttempt(ctx);
+    return;
+  }
+  ctx.status = 'suspended';
+  ctx.awaiting = awaiting;
+  p.write(ctx, [
+    updateInvocation(ctx.id, { status: 'suspended', awaiting, journalLength: ctx.journal!.length }, new Date()),
+  ]);
+}
+
+export async function recheckSuspended(p: PartitionProcessor, ctx: InvocationCtx): Promise<void> {
+  try {
+    await ctx.ensureJournal(() => p.loadEntries(ctx.id));
+  } catch (err) {
+    p.log.warn({ err, 'service.invocation.id': ctx.id }, 'could not read a suspended invocation');
+    p.poison(ctx);
+    return;
+  }
+  if (ctx.status === 'suspended' && ctx.awaiting !== undefined && canResume(ctx.awaiting, ctx)) resumeSuspended(p, ctx);
+}
+
+export function resumeSuspended(p: PartitionProcessor, ctx: InvocationCtx): void {
+  ctx.status = 'invoked';
+  ctx.awaiting = undefined;
+  p.write(ctx, [updateInvocation(ctx.id, { status: 'invoked', awaiting: null }, new Date())]);
+  void p.roles.startAttempt(ctx);
+}

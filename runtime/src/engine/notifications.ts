@@ -1,0 +1,99 @@
+import { InvocationId } from '../ids/invocation-id.ts';
+import { encodeFrame } from '../protocol/framing.ts';
+import { MessageType } from '../protocol/message-types.ts';
+import { type Stmt } from '../storage/api.ts';
+import { partitionFor } from '../storage/pg/leases.ts';
+import { updateInvocation } from '../storage/pg/tables/invocations.ts';
+import { insertOutbox, type OutboxRow } from '../storage/pg/tables/outbox.ts';
+import { canResume } from './awaiting.ts';
+import * as codec from './codec.ts';
+import { type InvocationCtx } from './invocation.ts';
+import type { JournalEntry } from './types.ts';
+import { type PartitionProcessor, ownWrite, rerouteIfFenced, CANCEL_SIGNAL } from './processor.ts';
+
+/**
+ * Delivers a signal to an invocation: an awakeable completion (`idx` ≥ 17), a named signal, or cancellation
+ * (`idx` 1). Resolves once the signal is durable in the outbox; delivery follows. A signal for an invocation that is
+ * unknown or already completed is dropped, as restate does.
+ */
+export async function signal(
+  p: PartitionProcessor,
+  targetId: InvocationId,
+  signal: { idx: number } | { name: string },
+  result: codec.EngineResult,
+): Promise<void> {
+  const partitionId = partitionFor(InvocationId.partitionKey(targetId), p.options.partitions);
+  p.requireServed(partitionId);
+  let row: OutboxRow | undefined;
+  const stored = p.submitStmts(partitionId, [
+    insertOutbox(
+      {
+        partitionId,
+        targetInvocationId: targetId,
+        entryType: MessageType.SignalNotification,
+        completionId: null,
+        signalIdx: 'idx' in signal ? signal.idx : null,
+        signalName: 'name' in signal ? signal.name : null,
+        sourceInvocationId: null,
+        raw: Buffer.from(
+          codec.notification(
+            'idx' in signal ? { kind: 'signal', idx: signal.idx } : { kind: 'signalName', name: signal.name },
+            result,
+          ),
+        ),
+      },
+      (r) => (row = r),
+    ),
+  ]);
+  await stored.catch((err: unknown) => {
+    throw rerouteIfFenced(err, partitionId);
+  });
+  if (row !== undefined) void p.roles.deliver(row);
+}
+
+/** Appends a runtime-authored notification; sends it to a live attempt or resumes a suspended invocation. */
+export async function appendNotification(
+  p: PartitionProcessor,
+  ctx: InvocationCtx,
+  entry: Omit<JournalEntry, 'index'>,
+  extra: Stmt[],
+): Promise<void> {
+  // A dead object (its partition is being recovered or moved): the outbox row or timer stays for whoever recovers it.
+  if (ctx.poisoned) return;
+  if (ctx.status === 'completed') {
+    if (extra.length > 0) await p.submitStmts(ctx.partitionId, extra);
+    return;
+  }
+  await ctx.ensureJournal(() => p.loadEntries(ctx.id));
+  if (ctx.poisoned) return;
+  if ((ctx.status as string) === 'completed') {
+    if (extra.length > 0) await p.submitStmts(ctx.partitionId, extra);
+    return;
+  }
+  // `extra` removes the outbox row or timer row that this notification delivers: rows of this invocation.
+  const op = ownWrite(ctx);
+  const e = p.appendEntry(ctx, op, entry, new Date());
+  op.stmts.push(...extra);
+  let resume = false;
+  const cancel = e.type === MessageType.SignalNotification && e.signalIdx === CANCEL_SIGNAL;
+  if (
+    (ctx.status === 'suspended' && ctx.awaiting !== undefined && canResume(ctx.awaiting, ctx)) ||
+    (ctx.status === 'paused' && cancel)
+  ) {
+    resume = true;
+    ctx.status = 'invoked';
+    ctx.awaiting = undefined;
+    op.stmts.push(updateInvocation(ctx.id, { status: 'invoked', awaiting: null }, new Date()));
+  }
+  await p.commit(ctx, op, () => {
+    if (resume) void p.roles.startAttempt(ctx);
+    else sendCommitted(p, ctx, e);
+  });
+}
+
+export function sendCommitted(p: PartitionProcessor, ctx: InvocationCtx, e: JournalEntry): void {
+  const attempt = ctx.attempt;
+  if (attempt !== undefined && attempt.canSend && e.index >= ctx.attemptSnapshot && !ctx.fromSdk.has(e.index)) {
+    attempt.send(encodeFrame(e.type, e.raw));
+  }
+}
