@@ -14,6 +14,7 @@ import type { Config } from './config/config.ts';
 import { formatBindAddress, type BindAddress } from './config/bind-address.ts';
 import { RetentionCleaner } from './engine/retention.ts';
 import { Engine } from './engine/engine.ts';
+import { Invoker } from './invoker/invoker.ts';
 import { BindError } from './errors/config-errors.ts';
 import { buildIngressApp } from './ingress/app.ts';
 import { ensureIntrospectionAccess, type IntrospectionAccess } from './introspection/access.ts';
@@ -161,11 +162,18 @@ export async function startRuntime(
       http1.close();
       return Promise.resolve();
     });
+    const invoker = new Invoker({
+      clusterName: config.clusterName,
+      inactivityTimeoutMs: config.invoker.inactivityTimeoutMs,
+      abortTimeoutMs: config.invoker.abortTimeoutMs,
+      messageSizeLimit: config.invoker.messageSizeLimitBytes,
+      http2,
+      http1,
+    });
     const engine = new Engine(
       {
         node: config.nodeName,
         partitions,
-        clusterName: config.clusterName,
         defaultRetryPolicy: {
           initialIntervalMs: config.defaultRetryPolicy.initialIntervalMs,
           exponentiationFactor: config.defaultRetryPolicy.exponentiationFactor,
@@ -173,19 +181,16 @@ export async function startRuntime(
           maxAttempts: config.defaultRetryPolicy.maxAttempts,
           onMaxAttempts: config.defaultRetryPolicy.onMaxAttempts === 'kill' ? 'Kill' : 'Pause',
         },
-        inactivityTimeoutMs: config.invoker.inactivityTimeoutMs,
-        abortTimeoutMs: config.invoker.abortTimeoutMs,
-        messageSizeLimit: config.invoker.messageSizeLimitBytes,
         maxAwaitedFutureDepth: config.invoker.maxAwaitedFutureDepth,
         maxProtocolVersion: config.invoker.maxProtocolVersion,
         defaultIdempotencyRetentionMs: config.serviceDefaults.idempotencyRetentionMs,
         defaultJournalRetentionMs: config.serviceDefaults.journalRetentionMs,
         defaultWorkflowCompletionRetentionMs: config.serviceDefaults.workflowCompletionRetentionMs,
       },
-      { pool, committer, leases, registry, http2, http1, logger, metrics, onSuspect: (p) => cluster?.suspect(p) },
+      { pool, committer, leases, registry, invoker, logger, metrics, onSuspect: (p) => cluster?.suspect(p) },
     );
     cleanups.push(() => engine.stop());
-    const cleaner = new RetentionCleaner(pool, leases, logger, {
+    const cleaner = new RetentionCleaner(leases, logger, {
       intervalMs: config.storage.cleanupIntervalMs,
       batchSize: 500,
     });

@@ -1,13 +1,11 @@
 import { InvocationId } from '../ids/invocation-id.ts';
-import { Attempt } from '../invoker/attempt.ts';
-import { encodeFrame } from '../protocol/framing.ts';
-import { invocationContentType, negotiateProtocolVersion } from '../protocol/version.ts';
+import { runEffects } from './effects.ts';
+import { negotiateProtocolVersion } from '../protocol/version.ts';
 import type { SchemaRegistry } from '../schema/registry.ts';
 import { isDatabaseUnavailable } from '../storage/pg/unavailable.ts';
 import { updateInvocation } from '../storage/pg/tables/invocations.ts';
 import { type StateEntry } from './state-cache.ts';
 import { loadState } from '../storage/pg/tables/state.ts';
-import * as codec from './codec.ts';
 import { type InvocationCtx } from './invocation.ts';
 import { type PartitionProcessor, lockKey, type EngineFailure } from './processor.ts';
 
@@ -44,73 +42,26 @@ export async function startAttempt(p: PartitionProcessor, ctx: InvocationCtx): P
     }
     if (p.stopped || ctx.status !== 'invoked' || p.active.get(ctx.id) !== ctx) return;
 
-    // Nothing awaits from here to attempt.start(): the snapshot below is exactly what is durable.
+    // Nothing awaits from here to the invoker's start: the journal it replays is exactly what is durable.
     const journal = ctx.journal!;
-    const startFrame = codec.startFrame(
-      {
-        id: InvocationId.toRaw(ctx.id as InvocationId),
-        debugId: ctx.id,
-        knownEntries: journal.length,
-        stateMap,
-        partialState,
-        key: ctx.serviceKey ?? '',
-        retryCountSinceLastStoredEntry: ctx.retrySinceAppend,
-        durationSinceLastStoredEntry: BigInt(Math.max(0, Date.now() - ctx.lastAppendAt)),
-        randomSeed: ctx.randomSeed,
-      },
+    const attempt = p.deps.invoker.start({
+      invocationId: ctx.id,
+      rawInvocationId: InvocationId.toRaw(ctx.id as InvocationId),
+      serviceName: ctx.serviceName,
+      handlerName: ctx.handlerName,
+      serviceKey: ctx.serviceKey,
+      deployment,
       protocolVersion,
-    );
-    const frames = [startFrame, ...journal.map((e) => encodeFrame(e.type, e.raw))];
-    const bidi = deployment.protocolType === 'BidiStream';
-    const contentType = invocationContentType(protocolVersion);
-    const url = new URL(
-      `invoke/${encodeURIComponent(ctx.serviceName)}/${encodeURIComponent(ctx.handlerName)}`,
-      deployment.uri,
-    );
-    const headers: Record<string, string> = {
-      ...deployment.additionalHeaders,
-      'content-type': contentType,
-      accept: contentType,
-      'x-restate-invocation-id': ctx.id,
-      'x-restate-cluster-name': p.options.clusterName,
-    };
-    if (ctx.serviceKey !== null) headers['x-restate-service-key'] = encodeURIComponent(ctx.serviceKey);
-    const inactivity =
-      handler?.inactivityTimeoutMs ??
-      service?.overrides.inactivityTimeoutMs ??
-      service?.schema.inactivityTimeoutMs ??
-      p.options.inactivityTimeoutMs;
-    const abort =
-      handler?.abortTimeoutMs ??
-      service?.overrides.abortTimeoutMs ??
-      service?.schema.abortTimeoutMs ??
-      p.options.abortTimeoutMs;
-    const client = deployment.httpVersion === 'HTTP/1.1' ? p.deps.http1 : p.deps.http2;
-    const attempt = new Attempt(
-      ++p.attemptSeq,
-      {
-        request: { url, headers },
-        open: (req, h) => client.open(req, h),
-        bidi,
-        contentType,
-        inactivityTimeoutMs: inactivity,
-        abortTimeoutMs: abort,
-        maxMessageSize: p.options.messageSizeLimit,
-      },
-      {
-        onFrame: (a, f) => p.roles.onFrame(ctx, a, f),
-        onFailed: (a, failure) => {
-          if (ctx.attempt !== a) return;
-          ctx.attempt = undefined;
-          p.roles.handleFailure(ctx, {
-            code: 500,
-            message: failure.message,
-            rtCode: failure.code,
-            retryAfterMs: failure.retryAfterMs,
-          });
-        },
-      },
-    );
+      journal,
+      stateMap,
+      partialState,
+      retryCountSinceLastStoredEntry: ctx.retrySinceAppend,
+      durationSinceLastStoredEntryMs: Date.now() - ctx.lastAppendAt,
+      randomSeed: ctx.randomSeed,
+      inactivityTimeoutMs:
+        handler?.inactivityTimeoutMs ?? service?.overrides.inactivityTimeoutMs ?? service?.schema.inactivityTimeoutMs,
+      abortTimeoutMs: handler?.abortTimeoutMs ?? service?.overrides.abortTimeoutMs ?? service?.schema.abortTimeoutMs,
+    });
     ctx.attempt = attempt;
     ctx.attemptSnapshot = journal.length;
     ctx.fromSdk.clear();
@@ -131,7 +82,7 @@ export async function startAttempt(p: PartitionProcessor, ctx: InvocationCtx): P
           now,
         ),
       ]);
-    attempt.start(frames);
+    void runEffects(p, ctx, attempt);
   } catch (err) {
     if (isDatabaseUnavailable(err)) p.log.warn({ err, 'service.invocation.id': ctx.id }, 'could not start an attempt');
     else p.log.error({ err, 'service.invocation.id': ctx.id }, 'could not start an attempt');

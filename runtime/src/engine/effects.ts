@@ -1,25 +1,44 @@
 import { outputFromJournal } from './lifecycle/complete.ts';
 import type { ErrorCode } from '../errors/codes.ts';
 import { type Attempt } from '../invoker/attempt.ts';
-import { type Frame } from '../protocol/framing.ts';
-import { MessageType, isCommand } from '../protocol/message-types.ts';
+import type { Effect } from '../invoker/effects.ts';
 import { treeDepth } from './awaiting.ts';
 import * as codec from './codec.ts';
 import { type InvocationCtx } from './invocation.ts';
 import { type PartitionProcessor, type EngineFailure } from './processor.ts';
 
-export function onFrame(p: PartitionProcessor, ctx: InvocationCtx, attempt: Attempt, frame: Frame): void {
-  if (ctx.attempt !== attempt || ctx.poisoned) return;
+/**
+ * Reads an attempt's effects until it ends, each acted on in stream order while the attempt is still the invocation's
+ * current one (an attempt given up by the engine — paused, completed, dropped — has nothing more to say).
+ */
+export async function runEffects(p: PartitionProcessor, ctx: InvocationCtx, attempt: Attempt): Promise<void> {
+  for await (const effect of attempt.effects) {
+    if (ctx.attempt !== attempt || ctx.poisoned) return;
+    onEffect(p, ctx, attempt, effect);
+  }
+}
+
+function onEffect(p: PartitionProcessor, ctx: InvocationCtx, attempt: Attempt, effect: Effect): void {
+  if (effect.kind === 'failed') {
+    ctx.attempt = undefined;
+    p.roles.handleFailure(ctx, effect.error);
+    return;
+  }
+  if (effect.kind === 'end') {
+    ctx.attempt = undefined;
+    onEnd(p, ctx);
+    return;
+  }
+  const frame = effect.frame;
   try {
-    if (isCommand(frame.type)) {
-      p.roles.onCommand(ctx, attempt, frame);
-      return;
-    }
-    switch (frame.type) {
-      case MessageType.ProposeRunCompletion:
+    switch (effect.kind) {
+      case 'command':
+        p.roles.onCommand(ctx, attempt, frame);
+        return;
+      case 'proposeRun':
         p.roles.onRunProposal(ctx, attempt, frame);
         return;
-      case MessageType.AwaitingOn: {
+      case 'awaitingOn': {
         const tree = codec.awaitingOn(frame.payload);
         if (treeDepth(tree) > p.options.maxAwaitedFutureDepth) {
           attempt.markTerminal();
@@ -32,25 +51,14 @@ export function onFrame(p: PartitionProcessor, ctx: InvocationCtx, attempt: Atte
         }
         return;
       }
-      case MessageType.Suspension:
-        attempt.markTerminal();
+      case 'suspended':
         ctx.attempt = undefined;
         void p.roles.onSuspension(ctx, codec.suspension(frame.payload));
         return;
-      case MessageType.Error: {
-        attempt.markTerminal();
+      case 'error':
         ctx.attempt = undefined;
-        const e = codec.error(frame.payload);
-        onSdkError(p, ctx, e);
+        onSdkError(p, ctx, codec.error(frame.payload));
         return;
-      }
-      case MessageType.End:
-        attempt.markTerminal();
-        ctx.attempt = undefined;
-        onEnd(p, ctx);
-        return;
-      default:
-        protocolViolation(p, ctx, attempt, `unexpected message type 0x${frame.type.toString(16)} from the deployment`);
     }
   } catch (err) {
     protocolViolation(p, ctx, attempt, `bad message 0x${frame.type.toString(16)}: ${(err as Error).message}`);

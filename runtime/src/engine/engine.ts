@@ -7,7 +7,6 @@ import type * as codec from './codec.ts';
 import { onCommand } from './commands/dispatch.ts';
 import { onRunProposal } from './commands/run.ts';
 import { answerLazyState } from './commands/state.ts';
-import { onFrame } from './effects.ts';
 import { applyMutation, dropCachedStateWith, handOver, resumeInbox } from './handover.ts';
 import { cancel } from './lifecycle/cancel.ts';
 import { complete } from './lifecycle/complete.ts';
@@ -62,7 +61,6 @@ export class Engine {
       managed: (id) => managed(p, id),
       newInvocation: (req, now, caller) => newInvocation(p, req, now, caller),
       onCommand: (ctx, attempt, frame) => onCommand(p, ctx, attempt, frame),
-      onFrame: (ctx, attempt, frame) => onFrame(p, ctx, attempt, frame),
       onRunProposal: (ctx, attempt, frame) => onRunProposal(p, ctx, attempt, frame),
       onSuspension: (ctx, awaiting) => onSuspension(p, ctx, awaiting),
       pauseOnFailure: (ctx, failure) => pauseOnFailure(p, ctx, failure),

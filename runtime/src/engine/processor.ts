@@ -4,7 +4,7 @@ import { partitionKeyForKey } from '../ids/partition-key.ts';
 import type { InvocationId } from '../ids/invocation-id.ts';
 import type { RetryPolicy } from '../invoker/retry-policy.ts';
 import type { SchemaRegistry } from '../schema/registry.ts';
-import type { Http1Client, Http2Client } from '../service-client/transport.ts';
+import type { Invoker } from '../invoker/invoker.ts';
 import type { Stmt, WriteOp } from '../storage/api.ts';
 import { FencingError, type GroupCommitter } from '../storage/pg/group-commit.ts';
 import { partitionFor, type PartitionLeases } from '../storage/pg/leases.ts';
@@ -25,11 +25,7 @@ import type { CompletedInvocation, JournalEntry } from './types.ts';
 export interface EngineOptions {
   node: string;
   partitions: number;
-  clusterName: string;
   defaultRetryPolicy: RetryPolicy;
-  inactivityTimeoutMs: number;
-  abortTimeoutMs: number;
-  messageSizeLimit: number;
   maxAwaitedFutureDepth: number;
   maxProtocolVersion: number;
   defaultIdempotencyRetentionMs: number;
@@ -42,8 +38,8 @@ export interface EngineDeps {
   committer: GroupCommitter;
   leases: PartitionLeases;
   registry: SchemaRegistry;
-  http2: Http2Client;
-  http1: Http1Client;
+  /** Runs attempts against deployments; the engine reads their effects. */
+  invoker: Invoker;
   logger: Logger;
   metrics: Metrics;
   /**
@@ -78,7 +74,6 @@ export class PartitionProcessor {
   readonly keys = new KeyQueue();
   readonly waiters = new Map<string, Set<Waiter>>();
   readonly timers: TimerQueue<TimerRow>;
-  attemptSeq = 0;
   /** Committed state of virtual-object keys, so that an attempt starts without reading it (see StateCache). */
   readonly stateCache = new StateCache(STATE_CACHE_KEYS);
   stopped = false;

@@ -3,7 +3,6 @@ import type { choosePin, startAttempt } from './attempts.ts';
 import type { onCommand } from './commands/dispatch.ts';
 import type { onRunProposal } from './commands/run.ts';
 import type { answerLazyState } from './commands/state.ts';
-import type { onFrame } from './effects.ts';
 import type { applyMutation, dropCachedStateWith, handOver, resumeInbox } from './handover.ts';
 import type { complete } from './lifecycle/complete.ts';
 import type { forgetNotStarted, kill } from './lifecycle/kill.ts';
@@ -43,7 +42,6 @@ export interface Roles {
   managed: Bound<typeof managed>;
   newInvocation: Bound<typeof newInvocation>;
   onCommand: Bound<typeof onCommand>;
-  onFrame: Bound<typeof onFrame>;
   onRunProposal: Bound<typeof onRunProposal>;
   onSuspension: Bound<typeof onSuspension>;
   pauseOnFailure: Bound<typeof pauseOnFailure>;

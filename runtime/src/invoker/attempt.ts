@@ -1,21 +1,9 @@
 import { FrameDecoder, type Frame } from '../protocol/framing.ts';
 import { MessageTooLargeError } from '../protocol/errors.ts';
-import type { ErrorCode } from '../errors/codes.ts';
+import { MessageType, isCommand } from '../protocol/message-types.ts';
 import type { Exchange, ExchangeHandlers, ExchangeRequest } from '../service-client/transport.ts';
-
-export interface AttemptFailure {
-  code: ErrorCode;
-  message: string;
-  /** Delay requested by the deployment (Retry-After), in ms. */
-  retryAfterMs?: number;
-}
-
-/** The engine's side of an attempt: it receives frames in stream order and exactly one end. */
-export interface AttemptSink {
-  onFrame(attempt: Attempt, frame: Frame): void;
-  /** The attempt ended without a terminal frame being accepted (transport error, timeout, bad response). */
-  onFailed(attempt: Attempt, failure: AttemptFailure): void;
-}
+import { EffectQueue, type Effect } from './effects.ts';
+import { InvokerError } from './invoker-error.ts';
 
 export interface AttemptOptions {
   request: ExchangeRequest;
@@ -28,26 +16,29 @@ export interface AttemptOptions {
 }
 
 /**
- * One attempt: a single HTTP exchange with the deployment. It turns bytes into frames and timeouts into failures; it
- * never touches storage. In bidi mode the request body stays open for notifications until the SDK sends a terminal
- * frame or nothing flowed for the inactivity timeout, when ending the body asks the SDK to suspend.
+ * One attempt: a single HTTP exchange with the deployment. It turns bytes into frames, frames into effects and
+ * timeouts into failures; it never touches storage and never calls the engine: the engine pulls its effects
+ * (`for await (const effect of attempt.effects)`). In bidi mode the request body stays open for notifications until
+ * the SDK sends a terminal frame or nothing flowed for the inactivity timeout, when ending the body asks the SDK to
+ * suspend.
  */
 export class Attempt {
+  /** What the deployment sent, in stream order; ends after the terminal effect or when the attempt is aborted. */
+  readonly effects = new EffectQueue();
   private exchange: Exchange | undefined;
   private readonly decoder: FrameDecoder;
   private requestEnded = false;
   private finished = false;
-  /** Set once the engine accepted a terminal frame (End, Suspension, Error). */
+  /** Set once a terminal frame (End, Suspension, Error) arrived, or the engine declared the attempt over. */
   private terminal = false;
   private inactivityTimer: NodeJS.Timeout | undefined;
   private abortTimer: NodeJS.Timeout | undefined;
   private errorBody: Buffer[] | undefined;
-  private statusError: AttemptFailure | undefined;
+  private statusError: InvokerError | undefined;
 
   constructor(
     readonly id: number,
     private readonly options: AttemptOptions,
-    private readonly sink: AttemptSink,
   ) {
     this.decoder = new FrameDecoder({ maxMessageSize: options.maxMessageSize });
   }
@@ -70,7 +61,7 @@ export class Attempt {
       onResponse: (status, headers) => this.onResponse(status, headers),
       onData: (chunk) => this.onData(chunk),
       onEnd: () => this.onEnd(),
-      onError: (err) => this.fail({ code: 'RT0010', message: `network error with the deployment: ${err.message}` }),
+      onError: (err) => this.fail(new InvokerError('RT0010', `network error with the deployment: ${err.message}`)),
     });
     for (const buf of initial) this.exchange.write(buf);
     if (this.options.bidi) this.armInactivity();
@@ -83,7 +74,7 @@ export class Attempt {
     this.armInactivity();
   }
 
-  /** The engine accepted a terminal frame: close our side and let the SDK finish its response. */
+  /** The engine ends the attempt at a frame it refused (too deep an await): close our side and let the SDK finish. */
   markTerminal(): void {
     this.terminal = true;
     this.endRequest();
@@ -92,6 +83,7 @@ export class Attempt {
   /** Stops the attempt from the runtime side (shutdown, cancellation of the attempt, lost lease). */
   abort(): void {
     this.finish();
+    this.effects.close(true);
     this.exchange?.abort();
   }
 
@@ -109,10 +101,12 @@ export class Attempt {
     if (this.abortTimer !== undefined) clearTimeout(this.abortTimer);
     if (this.finished) return;
     this.abortTimer = setTimeout(() => {
-      this.fail({
-        code: 'RT0001',
-        message: `the deployment sent nothing for ${this.options.abortTimeoutMs} ms after the request stream was closed (abort timeout)`,
-      });
+      this.fail(
+        new InvokerError(
+          'RT0001',
+          `the deployment sent nothing for ${this.options.abortTimeoutMs} ms after the request stream was closed (abort timeout)`,
+        ),
+      );
       this.exchange?.abort();
     }, this.options.abortTimeoutMs);
     this.abortTimer.unref();
@@ -135,10 +129,10 @@ export class Attempt {
       const ct = headers['content-type'];
       const contentType = Array.isArray(ct) ? ct[0] : ct;
       if (contentType !== this.options.contentType && contentType?.split(';')[0]?.trim() !== this.options.contentType) {
-        this.statusError = {
-          code: 'RT0012',
-          message: `the deployment answered with content-type '${contentType ?? ''}', expected '${this.options.contentType}'`,
-        };
+        this.statusError = new InvokerError(
+          'RT0012',
+          `the deployment answered with content-type '${contentType ?? ''}', expected '${this.options.contentType}'`,
+        );
         this.errorBody = [];
       }
       return;
@@ -146,22 +140,18 @@ export class Attempt {
     this.errorBody = [];
     const retryAfter = parseRetryAfter(headers['retry-after']);
     if (status === 413) {
-      this.statusError = { code: 'RT0019', message: 'the deployment answered 413 Payload Too Large' };
+      this.statusError = new InvokerError('RT0019', 'the deployment answered 413 Payload Too Large');
     } else if (status === 429 || status === 503) {
-      this.statusError = {
-        code: 'RT0023',
-        message: `the deployment answered ${status}`,
-        ...(retryAfter === undefined ? {} : { retryAfterMs: retryAfter }),
-      };
+      this.statusError = new InvokerError('RT0023', `the deployment answered ${status}`, { retryAfterMs: retryAfter });
     } else if (status === 415) {
-      this.statusError = {
-        code: 'RT0013',
-        message: 'the deployment does not support the pinned protocol version (415)',
-      };
+      this.statusError = new InvokerError(
+        'RT0013',
+        'the deployment does not support the pinned protocol version (415)',
+      );
     } else if (status === 502 || status === 504) {
-      this.statusError = { code: 'RT0010', message: `the deployment is unavailable (${status})` };
+      this.statusError = new InvokerError('RT0010', `the deployment is unavailable (${status})`);
     } else {
-      this.statusError = { code: 'RT0006', message: `the deployment answered HTTP ${status}` };
+      this.statusError = new InvokerError('RT0006', `the deployment answered HTTP ${status}`);
     }
   }
 
@@ -175,11 +165,7 @@ export class Attempt {
     try {
       frames = this.decoder.push(chunk);
     } catch (err) {
-      if (err instanceof MessageTooLargeError) {
-        this.fail({ code: 'RT0003', message: err.message });
-      } else {
-        this.fail({ code: 'RT0012', message: (err as Error).message });
-      }
+      this.fail(new InvokerError(err instanceof MessageTooLargeError ? 'RT0003' : 'RT0012', (err as Error).message));
       this.exchange?.abort();
       return;
     }
@@ -190,7 +176,43 @@ export class Attempt {
     }
     for (const f of frames) {
       if (this.finished || this.terminal) return;
-      this.sink.onFrame(this, f);
+      const effect = this.classify(f);
+      if (effect.kind === 'failed') {
+        this.fail(effect.error);
+        this.exchange?.abort();
+        return;
+      }
+      this.effects.push(effect);
+    }
+  }
+
+  /** The effect of one frame; a terminal frame ends our side of the stream (the SDK finishes its response). */
+  private classify(frame: Frame): Effect {
+    if (isCommand(frame.type)) return { kind: 'command', frame };
+    switch (frame.type) {
+      case MessageType.ProposeRunCompletion:
+        return { kind: 'proposeRun', frame };
+      case MessageType.AwaitingOn:
+        return { kind: 'awaitingOn', frame };
+      case MessageType.Suspension:
+        this.markTerminal();
+        return { kind: 'suspended', frame };
+      case MessageType.Error:
+        this.markTerminal();
+        return { kind: 'error', frame };
+      case MessageType.End:
+        this.markTerminal();
+        return { kind: 'end' };
+      default:
+        // Nothing after a message the runtime cannot understand is meaningful: the attempt fails (and is retried).
+        return {
+          kind: 'failed',
+          error: new InvokerError(
+            'RT0012',
+            `unexpected message type 0x${frame.type.toString(16)} from the deployment`,
+            { code: 571 },
+          ),
+        };
     }
   }
 
@@ -200,36 +222,36 @@ export class Attempt {
       const body = Buffer.concat(this.errorBody ?? [])
         .toString('utf8')
         .trim();
-      this.fail({
-        ...this.statusError,
-        message: body === '' ? this.statusError.message : `${this.statusError.message}: ${body}`,
-      });
+      const e = this.statusError;
+      this.fail(
+        body === '' ? e : new InvokerError(e.rtCode, `${e.message}: ${body}`, { retryAfterMs: e.retryAfterMs }),
+      );
       return;
     }
     if (this.terminal) {
       this.finish();
       return;
     }
-    this.fail({
-      code: 'RT0006',
-      message: this.decoder.hasRemainder()
-        ? 'the response stream ended in the middle of a message'
-        : 'the response stream ended without End, Suspension or Error',
-    });
+    this.fail(
+      new InvokerError(
+        'RT0006',
+        this.decoder.hasRemainder()
+          ? 'the response stream ended in the middle of a message'
+          : 'the response stream ended without End, Suspension or Error',
+      ),
+    );
   }
 
-  private fail(failure: AttemptFailure): void {
+  private fail(error: InvokerError): void {
     if (this.finished) return;
-    if (this.terminal) {
-      // The outcome was already decided by a terminal frame; a late transport error changes nothing.
-      this.finish();
-      return;
-    }
     this.finish();
-    this.sink.onFailed(this, failure);
+    // After a terminal frame the outcome is decided; a late transport error changes nothing.
+    if (!this.terminal) this.effects.push({ kind: 'failed', error });
+    this.effects.close();
   }
 
   private finish(): void {
+    if (this.terminal && !this.finished) this.effects.close();
     this.finished = true;
     this.clearInactivity();
     if (this.abortTimer !== undefined) clearTimeout(this.abortTimer);

@@ -1,0 +1,107 @@
+import { encodeFrame } from '../protocol/framing.ts';
+import type { StateEntry } from '../protocol/message-schema.ts';
+import { encodeStart } from '../protocol/messages.ts';
+import { MessageType } from '../protocol/message-types.ts';
+import { invocationContentType } from '../protocol/version.ts';
+import type { Http1Client, Http2Client } from '../service-client/transport.ts';
+import { Attempt } from './attempt.ts';
+
+export interface InvokerOptions {
+  clusterName: string;
+  /** Defaults for handlers and services that set none. */
+  inactivityTimeoutMs: number;
+  abortTimeoutMs: number;
+  messageSizeLimit: number;
+  http2: Http2Client;
+  http1: Http1Client;
+}
+
+/** The deployment an attempt goes to, as pinned by the invocation. */
+export interface AttemptDeployment {
+  uri: string;
+  protocolType: 'BidiStream' | 'RequestResponse';
+  httpVersion: 'HTTP/2.0' | 'HTTP/1.1';
+  additionalHeaders: Record<string, string>;
+}
+
+/** Everything one attempt of an invocation needs: who it is, where it goes, and the durable journal it replays. */
+export interface AttemptSpec {
+  invocationId: string;
+  /** The id in Restate's binary form (awakeable ids embed it). */
+  rawInvocationId: Uint8Array;
+  serviceName: string;
+  handlerName: string;
+  serviceKey: string | null;
+  deployment: AttemptDeployment;
+  protocolVersion: number;
+  /** The journal as durable now, input first: replayed in the request, in order. */
+  journal: readonly { type: number; raw: Uint8Array }[];
+  /** The key's state sent eagerly, or `partialState` with none (lazy state, or no key). */
+  stateMap: StateEntry[];
+  partialState: boolean;
+  retryCountSinceLastStoredEntry: number;
+  durationSinceLastStoredEntryMs: number;
+  randomSeed: bigint;
+  /** The handler's (or its service's) own timeouts; the invoker's defaults apply where they say nothing. */
+  inactivityTimeoutMs?: number | undefined;
+  abortTimeoutMs?: number | undefined;
+}
+
+/**
+ * Runs attempts: for each, the Start message and the journal replay, the URL, headers and timeouts, and the transport
+ * the deployment speaks (HTTP/2 or HTTP/1.1). It knows nothing of storage or of the engine; the engine reads each
+ * attempt's effects.
+ */
+export class Invoker {
+  private seq = 0;
+
+  constructor(private readonly options: InvokerOptions) {}
+
+  start(spec: AttemptSpec): Attempt {
+    const { deployment, protocolVersion } = spec;
+    const contentType = invocationContentType(protocolVersion);
+    const url = new URL(
+      `invoke/${encodeURIComponent(spec.serviceName)}/${encodeURIComponent(spec.handlerName)}`,
+      deployment.uri,
+    );
+    const headers: Record<string, string> = {
+      ...deployment.additionalHeaders,
+      'content-type': contentType,
+      accept: contentType,
+      'x-restate-invocation-id': spec.invocationId,
+      'x-restate-cluster-name': this.options.clusterName,
+    };
+    if (spec.serviceKey !== null) headers['x-restate-service-key'] = encodeURIComponent(spec.serviceKey);
+    const client = deployment.httpVersion === 'HTTP/1.1' ? this.options.http1 : this.options.http2;
+    const attempt = new Attempt(++this.seq, {
+      request: { url, headers },
+      open: (req, h) => client.open(req, h),
+      bidi: deployment.protocolType === 'BidiStream',
+      contentType,
+      inactivityTimeoutMs: spec.inactivityTimeoutMs ?? this.options.inactivityTimeoutMs,
+      abortTimeoutMs: spec.abortTimeoutMs ?? this.options.abortTimeoutMs,
+      maxMessageSize: this.options.messageSizeLimit,
+    });
+    const start = encodeFrame(
+      MessageType.Start,
+      encodeStart(
+        {
+          id: spec.rawInvocationId,
+          debugId: spec.invocationId,
+          knownEntries: spec.journal.length,
+          stateMap: spec.stateMap,
+          partialState: spec.partialState,
+          key: spec.serviceKey ?? '',
+          retryCountSinceLastStoredEntry: spec.retryCountSinceLastStoredEntry,
+          durationSinceLastStoredEntry: BigInt(Math.max(0, spec.durationSinceLastStoredEntryMs)),
+          randomSeed: spec.randomSeed,
+        },
+        protocolVersion,
+      ),
+    );
+    const frames = [start];
+    for (const e of spec.journal) frames.push(encodeFrame(e.type, e.raw));
+    attempt.start(frames);
+    return attempt;
+  }
+}
