@@ -1,6 +1,5 @@
 import type { Logger } from 'pino';
 import type { PartitionLeases } from '../storage/pg/leases.ts';
-import type { Pool } from '../storage/pg/pool.ts';
 import { dropExpiredJournals, purgeExpired } from '../storage/pg/tables/retention.ts';
 
 export interface RetentionCleanerOptions {
@@ -12,8 +11,9 @@ export interface RetentionCleanerOptions {
 /**
  * Removes completed invocations whose result retention ended (idempotency / workflow completion retention) and
  * journals whose journal retention ended, in the partitions this process owns. It runs on its own connections,
- * batch by batch, outside the group committer: the invocation path never waits for it. Reads treat an expired row as
- * gone already, so how soon the cleaner comes does not change what users see.
+ * batch by batch, outside the group committer (the invocation path never waits for it), each batch in a transaction
+ * fenced by the same lease guard as the committer's: a process that lost a partition removes nothing of it. Reads
+ * treat an expired row as gone already, so how soon the cleaner comes does not change what users see.
  */
 export class RetentionCleaner {
   private timer: NodeJS.Timeout | undefined;
@@ -22,7 +22,6 @@ export class RetentionCleaner {
   private readonly log: Logger;
 
   constructor(
-    private readonly pool: Pool,
     private readonly leases: PartitionLeases,
     logger: Logger,
     private readonly options: RetentionCleanerOptions,
@@ -43,16 +42,18 @@ export class RetentionCleaner {
   /** One full pass (every batch until nothing expired is left); returns what it removed. */
   async runOnce(): Promise<{ invocations: number; journals: number }> {
     const partitions = this.leases.owned();
+    const fence = new Set(partitions);
+    const limit = this.options.batchSize;
     let invocations = 0;
     let journals = 0;
     if (partitions.length === 0) return { invocations, journals };
     for (;;) {
-      const n = await dropExpiredJournals(this.pool, partitions, this.options.batchSize);
+      const n = await this.leases.fenced(fence, (db) => dropExpiredJournals(db, partitions, limit));
       journals += n;
       if (n < this.options.batchSize || this.stopped) break;
     }
     for (;;) {
-      const n = await purgeExpired(this.pool, partitions, this.options.batchSize);
+      const n = await this.leases.fenced(fence, (db) => purgeExpired(db, partitions, limit));
       invocations += n;
       if (n < this.options.batchSize || this.stopped) break;
     }

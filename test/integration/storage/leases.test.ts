@@ -5,6 +5,8 @@ import { PartitionLeases, partitionFor } from '../../../runtime/src/storage/pg/l
 import { migrate } from '../../../runtime/src/storage/pg/migrate.ts';
 import { createPool } from '../../../runtime/src/storage/pg/pool.ts';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
+import { RetentionCleaner } from '../../../runtime/src/engine/retention.ts';
+import { pino } from 'pino';
 
 /**
  * Several runtime processes can share one database: a partition has one owner at a time, and a process that lost
@@ -104,5 +106,35 @@ describe('partition leases and fencing', () => {
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     expect(await read(0)).toBe('x0');
     expect(await read(3)).toBe('x3');
+  });
+
+  it('fences the retention cleaner: a process that lost a partition removes nothing of it', async () => {
+    await pool.query(`UPDATE ratchet.partition_lease SET owner = NULL, expires_at = NULL`);
+    const expired = async (id: string, partition: number): Promise<void> => {
+      await pool.query(
+        `INSERT INTO ratchet.invocation (id, partition_key, partition_id, service_name, handler_name, service_ty, status,
+           invoked_by, random_seed, created_at, modified_at, completed_at, expires_at)
+         VALUES ($1, 0, $2, 'Greeter', 'greet', 'Service', 'completed', 'ingress', 0, now(), now(), now(),
+                 now() - interval '1 second')`,
+        [id, partition],
+      );
+    };
+    const exists = async (id: string): Promise<boolean> =>
+      (await pool.query(`SELECT 1 FROM ratchet.invocation WHERE id = $1`, [id])).rowCount === 1;
+    const stale = new PartitionLeases(pool, { node: 'node-stale', partitions: 4, ttlMs: 60_000 });
+    expect((await stale.acquireAll()).sort()).toEqual([0, 1, 2, 3]);
+    await expired('inv_retention_fenced', 1);
+    // Another node takes every partition over while the stale one still believes it owns them.
+    await pool.query(`UPDATE ratchet.partition_lease SET expires_at = now() - interval '1 second'`);
+    const owner = new PartitionLeases(pool, { node: 'node-owner', partitions: 4, ttlMs: 60_000 });
+    expect((await owner.acquireAll()).sort()).toEqual([0, 1, 2, 3]);
+    const logger = pino({ level: 'silent' });
+    const staleCleaner = new RetentionCleaner(stale, logger, { intervalMs: 60_000, batchSize: 10 });
+    await expect(staleCleaner.runOnce()).rejects.toBeInstanceOf(FencingError);
+    expect(await exists('inv_retention_fenced')).toBe(true);
+    const ownerCleaner = new RetentionCleaner(owner, logger, { intervalMs: 60_000, batchSize: 10 });
+    expect(await ownerCleaner.runOnce()).toEqual({ invocations: 1, journals: 0 });
+    expect(await exists('inv_retention_fenced')).toBe(false);
+    await owner.releaseAll();
   });
 });

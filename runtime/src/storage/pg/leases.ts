@@ -221,6 +221,30 @@ export class PartitionLeases implements Fencing {
     }
   }
 
+  /**
+   * Runs `work` in a transaction that first takes the same lease guard as the group committer's: it commits only if
+   * this process still holds every partition in `partitions` at the epoch it knows, and fails with a FencingError
+   * otherwise. For writers that stay off the group committer (the retention cleaner's long batches).
+   */
+  async fenced<T>(partitions: ReadonlySet<number>, work: (db: pg.ClientBase) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    let broken: Error | undefined;
+    try {
+      await client.query('BEGIN');
+      try {
+        await this.check(client, partitions);
+        const result = await work(client);
+        await client.query('COMMIT');
+        return result;
+      } catch (err) {
+        await client.query('ROLLBACK').catch((e: unknown) => (broken = e as Error));
+        throw err;
+      }
+    } finally {
+      client.release(broken);
+    }
+  }
+
   /** The partitions with the epochs this process holds them at (null: not held). */
   private held(partitions: ReadonlySet<number>): { ids: number[]; epochs: (string | null)[] } {
     const ids: number[] = [];

@@ -47,7 +47,7 @@ export function deleteJournal(id: string): Stmt {
 }
 
 /** One batch of expired invocations in the given partitions; returns how many were purged. */
-export async function purgeExpired(db: pg.Pool, partitions: number[], limit: number): Promise<number> {
+export async function purgeExpired(db: pg.ClientBase, partitions: number[], limit: number): Promise<number> {
   const res = await db.query({
     name: 'invocation_purge_expired',
     text: `WITH d AS (
@@ -62,7 +62,7 @@ export async function purgeExpired(db: pg.Pool, partitions: number[], limit: num
 }
 
 /** One batch of journals whose retention ended (the invocations and their results stay); returns how many. */
-export async function dropExpiredJournals(db: pg.Pool, partitions: number[], limit: number): Promise<number> {
+export async function dropExpiredJournals(db: pg.ClientBase, partitions: number[], limit: number): Promise<number> {
   const res = await db.query({
     name: 'journal_drop_expired',
     text: `WITH ids AS (
