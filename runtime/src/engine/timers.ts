@@ -1,6 +1,6 @@
 import { MessageType } from '../protocol/message-types.ts';
 import { type Stmt } from '../storage/api.ts';
-import { updateInvocation } from '../storage/pg/tables/invocations.ts';
+import { inboxInvocation, updateInvocation } from '../storage/pg/tables/invocations.ts';
 import { takeLock } from '../storage/pg/tables/locks.ts';
 import { deleteTimer, type TimerRow } from '../storage/pg/tables/timers.ts';
 import * as codec from './codec.ts';
@@ -43,11 +43,7 @@ export async function fireTimer(p: PartitionProcessor, t: TimerRow): Promise<voi
           if (p.keys.locks.has(lk)) {
             ctx.status = 'inboxed';
             p.keys.queue(lk).push(ctx.id);
-            stmts.push({
-              name: 'invocation_inbox',
-              text: `UPDATE ratchet.invocation SET status = 'inboxed', inbox_seq = nextval('ratchet.inbox_seq'), modified_at = now() WHERE id = $1`,
-              values: [ctx.id],
-            });
+            stmts.push(inboxInvocation(ctx.id));
             p.write(ctx, stmts);
             return;
           }

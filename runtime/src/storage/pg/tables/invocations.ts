@@ -266,6 +266,16 @@ const statements = new Map<string, { name: string; text: string }>();
 
 const UPDATE_KEYS = (Object.keys(UPDATE_COLUMNS) as (keyof InvocationUpdate)[]).sort();
 
+/** A delayed invocation whose start came while its key was locked: it joins the key's inbox, at the end. */
+export function inboxInvocation(id: string): Stmt {
+  return {
+    name: 'invocation_inbox',
+    text: `UPDATE ratchet.invocation SET status = 'inboxed', inbox_seq = nextval('ratchet.inbox_seq'), modified_at = now()
+           WHERE id = $1`,
+    values: [id],
+  };
+}
+
 /**
  * One UPDATE per change. Statement names are derived from the column set, so each shape is prepared once per
  * connection and reused; its text is built once per process.
