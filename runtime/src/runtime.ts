@@ -12,9 +12,10 @@ import { Membership } from './cluster/membership.ts';
 import { TokenVerifier } from './auth/verifier.ts';
 import type { Config } from './config/config.ts';
 import { formatBindAddress, type BindAddress } from './config/bind-address.ts';
-import { RetentionCleaner } from './engine/retention.ts';
+import { RetentionCleaner } from './storage/pg/retention-cleaner.ts';
 import { Engine } from './engine/engine.ts';
 import { Invoker } from './invoker/invoker.ts';
+import { PgStorage } from './storage/pg/storage.ts';
 import { BindError } from './errors/config-errors.ts';
 import { buildIngressApp } from './ingress/app.ts';
 import { ensureIntrospectionAccess, type IntrospectionAccess } from './introspection/access.ts';
@@ -187,7 +188,14 @@ export async function startRuntime(
         defaultJournalRetentionMs: config.serviceDefaults.journalRetentionMs,
         defaultWorkflowCompletionRetentionMs: config.serviceDefaults.workflowCompletionRetentionMs,
       },
-      { pool, committer, leases, registry, invoker, logger, metrics, onSuspect: (p) => cluster?.suspect(p) },
+      {
+        storage: new PgStorage(pool, committer, leases),
+        registry,
+        invoker,
+        logger,
+        metrics,
+        onSuspect: (p) => cluster?.suspect(p),
+      },
     );
     cleanups.push(() => engine.stop());
     const cleaner = new RetentionCleaner(leases, logger, {

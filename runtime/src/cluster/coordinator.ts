@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { Logger } from 'pino';
-import { OUTBOX_CHANNEL, type Engine } from '../engine/engine.ts';
+import type { Engine } from '../engine/engine.ts';
+import { OUTBOX_CHANNEL } from '../storage/pg/storage.ts';
 import type { LeaseRow, PartitionLeases } from '../storage/pg/leases.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { Membership, NodeRow } from './membership.ts';

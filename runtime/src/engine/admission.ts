@@ -1,17 +1,21 @@
 import { InvocationId } from '../ids/invocation-id.ts';
-import { partitionKeyForKey, randomPartitionKey } from '../ids/partition-key.ts';
 import { newUlidString, randomU64 } from '../ids/ulid.ts';
 import { MessageType } from '../protocol/message-types.ts';
-import { newWriteOp, type Stmt, type WriteOp } from '../storage/api.ts';
-import { partitionFor } from '../storage/pg/leases.ts';
-import { insertInvocation, type NewInvocation } from '../storage/pg/tables/invocations.ts';
-import { takeLock } from '../storage/pg/tables/locks.ts';
-import { purgeIfExpired } from '../storage/pg/tables/retention.ts';
-import { insertTimer } from '../storage/pg/tables/timers.ts';
 import * as codec from './codec.ts';
 import { InvocationCtx } from './invocation.ts';
 import type { AcceptRequest, AcceptResult } from './types.ts';
 import { type PartitionProcessor, orderKey, lockKey, rerouteIfFenced } from './processor.ts';
+import {
+  invocationWrite,
+  lockWrite,
+  timerWrite,
+  newWriteBatch,
+  onlyIfInserted,
+  type Write,
+  type InsertInvocation,
+} from '../storage/api.ts';
+import type { NewInvocation } from '../storage/rows.ts';
+import { partitionFor, partitionKeyForKey, randomPartitionKey } from '../ids/partition-key.ts';
 
 /** A keyless call with a generated idempotency key whose draw fell on a partition served elsewhere. */
 export function shouldRedraw(p: PartitionProcessor, req: AcceptRequest, partition: number): boolean {
@@ -31,20 +35,19 @@ export async function accept(p: PartitionProcessor, req: AcceptRequest): Promise
   const { ctxRow, inputRaw, executionTime } = invocation;
   p.requireServed(ctxRow.partitionId);
   if (p.active.has(ctxRow.id)) return { id: ctxRow.id, created: false, executionTime };
-  const op = newWriteOp(ctxRow.partitionId, [orderKey(ctxRow.partitionKey)]);
-  let created = true;
+  const op = newWriteBatch(ctxRow.partitionId, [orderKey(ctxRow.partitionKey)]);
   const deterministic = ctxRow.idempotencyKey !== null && req.idempotencyKeyGenerated !== true;
-  const { stmts, ctx } = admit(p, ctxRow, inputRaw, op, now, deterministic, (inserted) => (created = inserted));
+  const { writes, ctx, insert } = admit(p, ctxRow, inputRaw, now, deterministic);
   const runnable = ctxRow.status === 'invoked';
-  op.stmts.push(...stmts);
+  op.writes.push(...writes);
   try {
-    await p.deps.committer.submit(op);
+    await p.deps.storage.submit(op);
   } catch (err) {
     // Not stored (or not known to be): forget it here; a retry of the request finds the row if it exists.
     undoAdmit(p, ctx);
     throw rerouteIfFenced(err, ctxRow.partitionId);
   }
-  if (!created) {
+  if (insert.inserted === false) {
     undoAdmit(p, ctx);
     return { id: ctxRow.id, created: false, executionTime };
   }
@@ -124,17 +127,13 @@ export function admit(
   p: PartitionProcessor,
   row: NewInvocation,
   inputRaw: Uint8Array,
-  op: WriteOp,
   now: Date,
   deterministic: boolean,
-  onInserted: (inserted: boolean) => void,
-): { stmts: Stmt[]; ctx: InvocationCtx } {
-  const stmts: Stmt[] = [];
+): { writes: Write[]; ctx: InvocationCtx; insert: InsertInvocation } {
+  const writes: Write[] = [];
   // A deterministic id (idempotency or workflow key) may name a completed invocation whose retention ended but which
   // the cleaner has not removed yet: it is gone for good, so this request starts afresh.
-  if (deterministic) stmts.push(purgeIfExpired(row.id));
-  let inserted = false;
-  const onlyIfInserted = (stmt: Stmt): Stmt => ({ ...stmt, when: () => inserted });
+  if (deterministic) writes.push(invocationWrite.purgeIfExpired(row.id));
   const exclusive = row.serviceKey !== null && (row.handlerTy === 'Exclusive' || row.handlerTy === 'Workflow');
   const lk = exclusive ? lockKey(row.serviceName, row.serviceKey!) : undefined;
   // Busy: the lock is held, or others wait already (the lock can be free for a moment while the oldest waiter's
@@ -156,12 +155,8 @@ export function admit(
     }
     if (row.deploymentId != null && row.protocolVersion != null) row.attemptStartAt = now;
   }
-  stmts.push(
-    insertInvocation(row, inputRaw, (ok) => {
-      inserted = ok;
-      onInserted(ok);
-    }),
-  );
+  const insert = invocationWrite.insert(row, inputRaw);
+  writes.push(insert);
   // Every field spelled out (no spread of `row`): this runs for every new invocation, and a spread into a literal
   // of this size is several times slower.
   const ctx = new InvocationCtx({
@@ -207,39 +202,29 @@ export function admit(
   const random = !deterministic && row.handlerTy !== 'Workflow' && row.restartedFrom == null;
   ctx.insertPending = !random;
   if (row.status === 'scheduled') {
-    stmts.push(
-      onlyIfInserted(
-        insertTimer(
-          {
-            partitionId: row.partitionId,
-            fireAt: row.scheduledStartAt!,
-            invocationId: row.id,
-            kind: 'start',
-            completionId: null,
-          },
-          (id) =>
-            (ctx.pendingTimer = {
-              id,
-              partitionId: row.partitionId,
-              fireAt: row.scheduledStartAt!,
-              invocationId: row.id,
-              kind: 'start',
-              completionId: null,
-            }),
-        ),
-      ),
+    // Armed in memory once the insert committed (see afterAdmit).
+    ctx.pendingTimer = onlyIfInserted(
+      timerWrite.insert({
+        partitionId: row.partitionId,
+        fireAt: row.scheduledStartAt!,
+        invocationId: row.id,
+        kind: 'start',
+        completionId: null,
+      }),
+      insert,
     );
+    writes.push(ctx.pendingTimer);
   } else if (row.status === 'inboxed') {
     p.keys.queue(lk!).push(row.id);
   } else if (lk !== undefined) {
     p.keys.locks.set(lk, row.id);
     // A random id's insert always inserts: no need to wait for its result, which would split the transaction's
     // pipeline into two round trips.
-    const take = takeLock(row.serviceName, row.serviceKey!, row.id);
-    stmts.push(random ? take : onlyIfInserted(take));
+    const take = lockWrite.take(row.serviceName, row.serviceKey!, row.id);
+    writes.push(random ? take : onlyIfInserted(take, insert));
   }
   p.active.set(row.id, ctx);
-  return { stmts, ctx };
+  return { writes, ctx, insert };
 }
 
 /** The row existed already (a completed duplicate): forget what `admit` put in memory. */
@@ -269,9 +254,10 @@ export function admitConfirmed(p: PartitionProcessor, ctx: InvocationCtx): void 
  */
 export function afterAdmit(p: PartitionProcessor, ctx: InvocationCtx, admittedRunnable: boolean): void {
   admitConfirmed(p, ctx);
-  if (ctx.pendingTimer !== undefined) {
-    p.timers.schedule(ctx.pendingTimer, ctx.pendingTimer.fireAt.getTime());
+  const timer = ctx.pendingTimer;
+  if (timer !== undefined) {
     ctx.pendingTimer = undefined;
+    if (timer.id !== undefined) p.timers.schedule({ ...timer.timer, id: timer.id }, timer.timer.fireAt.getTime());
   }
   if (admittedRunnable && ctx.status === 'invoked') void p.roles.startAttempt(ctx);
 }

@@ -2,12 +2,10 @@ import { InvocationId } from '../ids/invocation-id.ts';
 import { runEffects } from './effects.ts';
 import { negotiateProtocolVersion } from '../protocol/version.ts';
 import type { SchemaRegistry } from '../schema/registry.ts';
-import { isDatabaseUnavailable } from '../storage/pg/unavailable.ts';
-import { updateInvocation } from '../storage/pg/tables/invocations.ts';
 import { type StateEntry } from './state-cache.ts';
-import { loadState } from '../storage/pg/tables/state.ts';
 import { type InvocationCtx } from './invocation.ts';
 import { type PartitionProcessor, lockKey, type EngineFailure } from './processor.ts';
+import { invocationWrite } from '../storage/api.ts';
 
 export async function startAttempt(p: PartitionProcessor, ctx: InvocationCtx): Promise<void> {
   if (p.stopped || ctx.starting || (ctx.attempt !== undefined && !ctx.attempt.isFinished)) return;
@@ -71,7 +69,7 @@ export async function startAttempt(p: PartitionProcessor, ctx: InvocationCtx): P
     ctx.pinUnsaved = false;
     if (!recorded || pinUpdate)
       p.write(ctx, [
-        updateInvocation(
+        invocationWrite.update(
           ctx.id,
           {
             lastStartAt: now,
@@ -84,7 +82,8 @@ export async function startAttempt(p: PartitionProcessor, ctx: InvocationCtx): P
       ]);
     void runEffects(p, ctx, attempt);
   } catch (err) {
-    if (isDatabaseUnavailable(err)) p.log.warn({ err, 'service.invocation.id': ctx.id }, 'could not start an attempt');
+    if (p.deps.storage.isUnavailable(err))
+      p.log.warn({ err, 'service.invocation.id': ctx.id }, 'could not start an attempt');
     else p.log.error({ err, 'service.invocation.id': ctx.id }, 'could not start an attempt');
     p.poison(ctx);
   } finally {
@@ -94,7 +93,7 @@ export async function startAttempt(p: PartitionProcessor, ctx: InvocationCtx): P
 
 /** A keyed invocation's whole state for its Start message: a virtual object's from the cache when it is there. */
 export async function eagerState(p: PartitionProcessor, ctx: InvocationCtx): Promise<StateEntry[]> {
-  if (ctx.serviceTy !== 'VirtualObject') return loadState(p.deps.pool, ctx.serviceName, ctx.serviceKey!);
+  if (ctx.serviceTy !== 'VirtualObject') return p.deps.storage.state.load(ctx.serviceName, ctx.serviceKey!);
   const lk = lockKey(ctx.serviceName, ctx.serviceKey!);
   const cached = p.stateCache.get(lk);
   if (cached !== undefined) {
@@ -104,7 +103,7 @@ export async function eagerState(p: PartitionProcessor, ctx: InvocationCtx): Pro
   p.deps.metrics.stateCacheReads.inc({ result: 'miss' });
   const read = p.stateCache.beginRead(lk);
   try {
-    const state = await loadState(p.deps.pool, ctx.serviceName, ctx.serviceKey!);
+    const state = await p.deps.storage.state.load(ctx.serviceName, ctx.serviceKey!);
     p.stateCache.fill(read, state);
     return state;
   } catch (err) {

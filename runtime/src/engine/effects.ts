@@ -1,6 +1,6 @@
 import { outputFromJournal } from './lifecycle/complete.ts';
 import type { ErrorCode } from '../errors/codes.ts';
-import { type Attempt } from '../invoker/attempt.ts';
+import type { AttemptHandle } from '../invoker/invoker.ts';
 import type { Effect } from '../invoker/effects.ts';
 import { treeDepth } from './awaiting.ts';
 import * as codec from './codec.ts';
@@ -11,14 +11,14 @@ import { type PartitionProcessor, type EngineFailure } from './processor.ts';
  * Reads an attempt's effects until it ends, each acted on in stream order while the attempt is still the invocation's
  * current one (an attempt given up by the engine — paused, completed, dropped — has nothing more to say).
  */
-export async function runEffects(p: PartitionProcessor, ctx: InvocationCtx, attempt: Attempt): Promise<void> {
+export async function runEffects(p: PartitionProcessor, ctx: InvocationCtx, attempt: AttemptHandle): Promise<void> {
   for await (const effect of attempt.effects) {
     if (ctx.attempt !== attempt || ctx.poisoned) return;
     onEffect(p, ctx, attempt, effect);
   }
 }
 
-function onEffect(p: PartitionProcessor, ctx: InvocationCtx, attempt: Attempt, effect: Effect): void {
+function onEffect(p: PartitionProcessor, ctx: InvocationCtx, attempt: AttemptHandle, effect: Effect): void {
   if (effect.kind === 'failed') {
     ctx.attempt = undefined;
     p.roles.handleFailure(ctx, effect.error);
@@ -65,7 +65,12 @@ function onEffect(p: PartitionProcessor, ctx: InvocationCtx, attempt: Attempt, e
   }
 }
 
-export function protocolViolation(p: PartitionProcessor, ctx: InvocationCtx, attempt: Attempt, message: string): void {
+export function protocolViolation(
+  p: PartitionProcessor,
+  ctx: InvocationCtx,
+  attempt: AttemptHandle,
+  message: string,
+): void {
   attempt.abort();
   if (ctx.attempt === attempt) ctx.attempt = undefined;
   p.roles.handleFailure(ctx, { code: 571, rtCode: 'RT0012', message });

@@ -1,6 +1,5 @@
 import type { InvocationId } from '../ids/invocation-id.ts';
 import type { HandlerSchema } from '../schema/types.ts';
-import type { InvocationRow } from '../storage/pg/tables/invocations.ts';
 import { accept, admit, afterAdmit, newInvocation, undoAdmit } from './admission.ts';
 import { choosePin, startAttempt } from './attempts.ts';
 import type * as codec from './codec.ts';
@@ -26,12 +25,12 @@ import { drop, recover } from './recovery.ts';
 import { awaitCompletion, completionWaiters, getCompleted, pollRemoteResults } from './results.ts';
 import { fireTimer } from './timers.ts';
 import type { AcceptRequest, AcceptResult, CompletedInvocation, DeploymentChoice } from './types.ts';
+import type { InvocationRow } from '../storage/rows.ts';
 
 export type { EngineDeps, EngineOptions };
-export { OUTBOX_CHANNEL } from './outbox.ts';
 
 /**
- * The only writer of invocation state. Every change is a WriteOp committed through the group committer; effects that
+ * The only writer of invocation state. Every change is a WriteBatch committed through the group committer; effects that
  * others can observe (frames sent to the deployment, results handed to callers) happen only after that commit.
  *
  * This class is the engine's public face: the listeners, the cluster coordinator and the runtime call it. The work is
@@ -47,7 +46,7 @@ export class Engine {
       afterAdmit: (ctx, runnable) => afterAdmit(p, ctx, runnable),
       answerLazyState: (...a) => answerLazyState(p, ...a),
       appendNotification: (ctx, entry, extra) => appendNotification(p, ctx, entry, extra),
-      applyMutation: (m) => applyMutation(p, m),
+      applyMutation: (op, m) => applyMutation(p, op, m),
       chooseDeployment: (...a) => chooseDeployment(p, ...a),
       choosePin: (serviceName) => choosePin(p, serviceName),
       complete: (ctx, outcome, failed, extra) => complete(p, ctx, outcome, failed, extra),
@@ -108,7 +107,7 @@ export class Engine {
     p.timers.clear();
     if (p.remotePoll !== undefined) clearTimeout(p.remotePoll);
     for (const ctx of p.active.values()) ctx.attempt?.abort();
-    await p.deps.committer.close();
+    await p.deps.storage.close();
   }
 
   /** Stores a new invocation (input as journal entry 0) and starts it once committed. */

@@ -1,27 +1,20 @@
-import { partitionKeyForKey } from '../ids/partition-key.ts';
-import { newWriteOp, type Stmt, type WriteOp } from '../storage/api.ts';
-import { u64ToI64 } from '../storage/pg/pool.ts';
-import { updateInvocation, type InvocationUpdate } from '../storage/pg/tables/invocations.ts';
-import { releaseLock, takeLock, transferLock } from '../storage/pg/tables/locks.ts';
-import {
-  applyStateMutation,
-  deleteStateMutation,
-  type StateMutationRow,
-} from '../storage/pg/tables/state-mutations.ts';
 import { type InvocationCtx } from './invocation.ts';
 import { type PartitionProcessor } from './processor.ts';
+import { invocationWrite, lockWrite, stateMutationWrite, newWriteBatch, type WriteBatch } from '../storage/api.ts';
+import type { InvocationUpdate, StateMutationRow } from '../storage/rows.ts';
+import { partitionKeyForKey } from '../ids/partition-key.ts';
 
 /** The key's lock is free but invocations wait for it (a pending head held it back): the oldest takes it now. */
 export function resumeInbox(p: PartitionProcessor, lk: string): void {
   if (p.keys.locks.has(lk) || !p.keys.inboxes.has(lk)) return;
-  const op = newWriteOp();
+  const op = newWriteBatch();
   const next = handOver(p, lk, op, new Date());
   if (next !== undefined) {
     op.partitions.push(next.partitionId);
     void p.commit(next, op, () => void p.roles.startAttempt(next));
-  } else if (op.stmts.length > 0) {
+  } else if (op.writes.length > 0) {
     // Only queued state replacements were applied.
-    void p.deps.committer.submit(op).catch((err: unknown) => {
+    void p.deps.storage.submit(op).catch((err: unknown) => {
       p.log.error({ err }, 'queued state replacement could not be applied');
     });
   }
@@ -35,7 +28,7 @@ export function resumeInbox(p: PartitionProcessor, lk: string): void {
 export function handOver(
   p: PartitionProcessor,
   lk: string,
-  op: WriteOp,
+  op: WriteBatch,
   now: Date,
   from?: InvocationCtx,
 ): InvocationCtx | undefined {
@@ -51,7 +44,8 @@ export function handOver(
     if (mutation !== undefined) {
       // A state replacement whose turn came: applied in the same write, after the previous holder's changes.
       p.keys.mutations.delete(nextId);
-      op.stmts.push(applyMutation(p, mutation), deleteStateMutation(mutation.id));
+      applyMutation(p, op, mutation);
+      op.writes.push(stateMutationWrite.delete(mutation.id));
       dropCachedStateWith(p, op, lk);
       continue;
     }
@@ -59,7 +53,7 @@ export function handOver(
   }
   if (queue !== undefined && queue.length === 0) p.keys.inboxes.delete(lk);
   if (next === undefined) {
-    if (from !== undefined) op.stmts.push(releaseLock(from.serviceName, from.serviceKey!, from.id));
+    if (from !== undefined) op.writes.push(lockWrite.release(from.serviceName, from.serviceKey!, from.id));
     return undefined;
   }
   p.keys.locks.set(lk, next.id);
@@ -82,17 +76,17 @@ export function handOver(
     started.lastAttemptDeploymentId = next.deploymentId;
     next.startRecorded = true;
   }
-  op.stmts.push(
+  op.writes.push(
     from === undefined
-      ? takeLock(next.serviceName, next.serviceKey!, next.id)
-      : transferLock(next.serviceName, next.serviceKey!, from.id, next.id),
-    updateInvocation(next.id, { status: 'invoked', inboxSeq: null, ...started }, now),
+      ? lockWrite.take(next.serviceName, next.serviceKey!, next.id)
+      : lockWrite.transfer(next.serviceName, next.serviceKey!, from.id, next.id),
+    invocationWrite.update(next.id, { status: 'invoked', inboxSeq: null, ...started }, now),
   );
   return next;
 }
 
 /** `op` replaces a key's state wholesale: the cached copy is dropped now and again once `op` settles. */
-export function dropCachedStateWith(p: PartitionProcessor, op: WriteOp, lk: string): void {
+export function dropCachedStateWith(p: PartitionProcessor, op: WriteBatch, lk: string): void {
   p.stateCache.invalidate(lk);
   const before = op.onCommitted;
   op.onCommitted = () => {
@@ -106,13 +100,18 @@ export function dropCachedStateWith(p: PartitionProcessor, op: WriteOp, lk: stri
   };
 }
 
-export function applyMutation(p: PartitionProcessor, m: StateMutationRow): Stmt {
-  return applyStateMutation(m.service, m.key, u64ToI64(partitionKeyForKey(m.key)), m.version, m.entries, (ok) => {
-    if (!ok) {
+/** Adds a queued state replacement to `op`; one whose version no longer matched is reported once `op` committed. */
+export function applyMutation(p: PartitionProcessor, op: WriteBatch, m: StateMutationRow): void {
+  const apply = stateMutationWrite.apply(m.service, m.key, partitionKeyForKey(m.key), m.version, m.entries);
+  op.writes.push(apply);
+  const before = op.onCommitted;
+  op.onCommitted = () => {
+    before?.();
+    if (apply.applied === false) {
       p.log.warn(
         { service: m.service, key: m.key, version: m.version },
         'state replacement not applied: the state changed since the version it was based on',
       );
     }
-  });
+  };
 }

@@ -1,8 +1,8 @@
-import type { Attempt } from '../invoker/attempt.ts';
-import type { InvocationRow, InvocationStatus } from '../storage/pg/tables/invocations.ts';
-import type { TimerRow } from '../storage/pg/tables/timers.ts';
+import type { AttemptHandle } from '../invoker/invoker.ts';
 import type { AwaitingTree, NotificationIndex } from './awaiting.ts';
 import type { JournalEntry, Outcome } from './types.ts';
+import { type InsertTimer } from '../storage/api.ts';
+import type { InvocationRow, InvocationStatus } from '../storage/rows.ts';
 
 /**
  * The owner's in-memory view of one invocation that is not completed. It runs ahead of the database by at most
@@ -55,7 +55,7 @@ export class InvocationCtx implements NotificationIndex {
   /** The Output command of the current journal, once the SDK sent it. */
   output: Outcome | undefined;
 
-  attempt: Attempt | undefined;
+  attempt: AttemptHandle | undefined;
   /** Entries [0, attemptSnapshot) were sent in the current attempt's Start. */
   attemptSnapshot = 0;
   /** Indexes of entries the SDK itself sent in the current attempt (never echoed back). */
@@ -64,7 +64,7 @@ export class InvocationCtx implements NotificationIndex {
   /** False only while this process knows no timer row exists for it (created here, never armed one). */
   mayHaveTimers = true;
   /** A start timer created with the invocation, scheduled in memory once that commit is durable. */
-  pendingTimer: TimerRow | undefined;
+  pendingTimer: InsertTimer | undefined;
   lastWrite: Promise<void> = Promise.resolve();
   /** Set when a write failed: memory may be ahead of the database, so this object must be dropped and reloaded. */
   poisoned = false;

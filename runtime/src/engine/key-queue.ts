@@ -1,4 +1,4 @@
-import type { StateMutationRow } from '../storage/pg/tables/state-mutations.ts';
+import type { StateMutationRow } from '../storage/rows.ts';
 
 /**
  * The exclusive handlers' queue of each virtual-object or workflow key, in memory: which invocation holds the key's

@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { partitionKeyForKey } from '../ids/partition-key.ts';
-import { type WriteOp } from '../storage/api.ts';
-import { partitionFor } from '../storage/pg/leases.ts';
-import { insertStateMutation, type StateMutationRow } from '../storage/pg/tables/state-mutations.ts';
 import { type PartitionProcessor, lockKey, rerouteIfFenced } from './processor.ts';
+import { stateMutationWrite, newWriteBatch } from '../storage/api.ts';
+import type { StateMutationRow } from '../storage/rows.ts';
+import { partitionFor, partitionKeyForKey } from '../ids/partition-key.ts';
 
 /**
  * Replaces the whole state of a virtual object or workflow key (`POST /services/{s}/state`). It runs in the key's
@@ -30,9 +29,10 @@ export async function modifyState(
     inboxSeq: 0n,
   };
   if (!p.keys.locks.has(lk) && (p.keys.inboxes.get(lk)?.length ?? 0) === 0) {
-    const op: WriteOp = { partitions: [partitionId], stmts: [p.roles.applyMutation(m)], journal: [] };
+    const op = newWriteBatch(partitionId);
+    p.roles.applyMutation(op, m);
     p.roles.dropCachedStateWith(op, lk);
-    await p.deps.committer.submit(op).catch((err: unknown) => {
+    await p.deps.storage.submit(op).catch((err: unknown) => {
       throw rerouteIfFenced(err, partitionId);
     });
     return;
@@ -40,7 +40,7 @@ export async function modifyState(
   // Queued now, in memory, so that whatever is admitted after this call comes after it.
   const memId = p.keys.queueMutation(lk, m);
   try {
-    await p.submitStmts(partitionId, [insertStateMutation(m)]);
+    await p.submitWrites(partitionId, [stateMutationWrite.insert(m)]);
   } catch (err) {
     p.keys.forgetMutation(lk, memId);
     throw rerouteIfFenced(err, partitionId);

@@ -1,15 +1,13 @@
 import { InvocationId } from '../ids/invocation-id.ts';
 import { encodeFrame } from '../protocol/framing.ts';
 import { MessageType } from '../protocol/message-types.ts';
-import { type Stmt } from '../storage/api.ts';
-import { partitionFor } from '../storage/pg/leases.ts';
-import { updateInvocation } from '../storage/pg/tables/invocations.ts';
-import { insertOutbox, type OutboxRow } from '../storage/pg/tables/outbox.ts';
 import { canResume } from './awaiting.ts';
 import * as codec from './codec.ts';
 import { type InvocationCtx } from './invocation.ts';
 import type { JournalEntry } from './types.ts';
 import { type PartitionProcessor, ownWrite, rerouteIfFenced, CANCEL_SIGNAL } from './processor.ts';
+import { invocationWrite, outboxWrite, outboxRowsOf, type Write } from '../storage/api.ts';
+import { partitionFor } from '../ids/partition-key.ts';
 
 /**
  * Delivers a signal to an invocation: an awakeable completion (`idx` ≥ 17), a named signal, or cancellation
@@ -24,31 +22,25 @@ export async function signal(
 ): Promise<void> {
   const partitionId = partitionFor(InvocationId.partitionKey(targetId), p.options.partitions);
   p.requireServed(partitionId);
-  let row: OutboxRow | undefined;
-  const stored = p.submitStmts(partitionId, [
-    insertOutbox(
-      {
-        partitionId,
-        targetInvocationId: targetId,
-        entryType: MessageType.SignalNotification,
-        completionId: null,
-        signalIdx: 'idx' in signal ? signal.idx : null,
-        signalName: 'name' in signal ? signal.name : null,
-        sourceInvocationId: null,
-        raw: Buffer.from(
-          codec.notification(
-            'idx' in signal ? { kind: 'signal', idx: signal.idx } : { kind: 'signalName', name: signal.name },
-            result,
-          ),
-        ),
-      },
-      (r) => (row = r),
+  const insert = outboxWrite.insert({
+    partitionId,
+    targetInvocationId: targetId,
+    entryType: MessageType.SignalNotification,
+    completionId: null,
+    signalIdx: 'idx' in signal ? signal.idx : null,
+    signalName: 'name' in signal ? signal.name : null,
+    sourceInvocationId: null,
+    raw: Buffer.from(
+      codec.notification(
+        'idx' in signal ? { kind: 'signal', idx: signal.idx } : { kind: 'signalName', name: signal.name },
+        result,
+      ),
     ),
-  ]);
-  await stored.catch((err: unknown) => {
+  });
+  await p.submitWrites(partitionId, [insert]).catch((err: unknown) => {
     throw rerouteIfFenced(err, partitionId);
   });
-  if (row !== undefined) void p.roles.deliver(row);
+  for (const row of outboxRowsOf(insert)) void p.roles.deliver(row);
 }
 
 /** Appends a runtime-authored notification; sends it to a live attempt or resumes a suspended invocation. */
@@ -56,24 +48,24 @@ export async function appendNotification(
   p: PartitionProcessor,
   ctx: InvocationCtx,
   entry: Omit<JournalEntry, 'index'>,
-  extra: Stmt[],
+  extra: Write[],
 ): Promise<void> {
   // A dead object (its partition is being recovered or moved): the outbox row or timer stays for whoever recovers it.
   if (ctx.poisoned) return;
   if (ctx.status === 'completed') {
-    if (extra.length > 0) await p.submitStmts(ctx.partitionId, extra);
+    if (extra.length > 0) await p.submitWrites(ctx.partitionId, extra);
     return;
   }
   await ctx.ensureJournal(() => p.loadEntries(ctx.id));
   if (ctx.poisoned) return;
   if ((ctx.status as string) === 'completed') {
-    if (extra.length > 0) await p.submitStmts(ctx.partitionId, extra);
+    if (extra.length > 0) await p.submitWrites(ctx.partitionId, extra);
     return;
   }
   // `extra` removes the outbox row or timer row that this notification delivers: rows of this invocation.
   const op = ownWrite(ctx);
   const e = p.appendEntry(ctx, op, entry, new Date());
-  op.stmts.push(...extra);
+  op.writes.push(...extra);
   let resume = false;
   const cancel = e.type === MessageType.SignalNotification && e.signalIdx === CANCEL_SIGNAL;
   if (
@@ -83,7 +75,7 @@ export async function appendNotification(
     resume = true;
     ctx.status = 'invoked';
     ctx.awaiting = undefined;
-    op.stmts.push(updateInvocation(ctx.id, { status: 'invoked', awaiting: null }, new Date()));
+    op.writes.push(invocationWrite.update(ctx.id, { status: 'invoked', awaiting: null }, new Date()));
   }
   await p.commit(ctx, op, () => {
     if (resume) void p.roles.startAttempt(ctx);

@@ -1,4 +1,4 @@
-import type { NewInvocation } from '../storage/pg/tables/invocations.ts';
+import type { NewInvocation } from '../storage/rows.ts';
 
 /**
  * A new invocation as it travels in an outbox request (JSON): from the node of a caller to the owner of the callee's

@@ -1,22 +1,21 @@
 import { completedFromRow } from './results.ts';
 import { InvocationId } from '../ids/invocation-id.ts';
 import { MessageType } from '../protocol/message-types.ts';
-import { newWriteOp, type Stmt } from '../storage/api.ts';
-import { getInvocation } from '../storage/pg/tables/invocations.ts';
-import {
-  awaitResult,
-  deleteOutbox,
-  insertOutbox,
-  listOutbox,
-  type OutboxRequest,
-  type OutboxRow,
-} from '../storage/pg/tables/outbox.ts';
 import { decodeNewInvocation } from './outbox-requests.ts';
-import { getPromise } from '../storage/pg/tables/promises.ts';
 import { InvocationAlreadyCompletedError, InvocationNotFoundError } from './management-errors.ts';
 import * as codec from './codec.ts';
 import { type InvocationCtx } from './invocation.ts';
 import { type PartitionProcessor, orderKey, CANCEL_SIGNAL } from './processor.ts';
+import {
+  outboxWrite,
+  newWriteBatch,
+  outboxRowsOf,
+  onlyIfInserted,
+  unlessInserted,
+  type Write,
+  type InsertInvocation,
+} from '../storage/api.ts';
+import type { OutboxRow, OutboxRequest } from '../storage/rows.ts';
 
 /**
  * Carries out an outbox row of a served partition (once: a row being delivered, or delivered since the last poll
@@ -44,9 +43,9 @@ export async function deliverOnce(p: PartitionProcessor, row: OutboxRow): Promis
   }
   try {
     const target = await p.load(row.targetInvocationId);
-    const remove = deleteOutbox(row.seq);
+    const remove = outboxWrite.delete(row.seq);
     if (target === undefined) {
-      await p.submitStmts(row.partitionId, [remove]);
+      await p.submitWrites(row.partitionId, [remove]);
       return;
     }
     let raw = row.raw ?? undefined;
@@ -59,7 +58,7 @@ export async function deliverOnce(p: PartitionProcessor, row: OutboxRow): Promis
       success = codec.notificationSucceeded(row.entryType, raw);
     }
     if (target.status === 'completed') {
-      await p.submitStmts(row.partitionId, [remove]);
+      await p.submitWrites(row.partitionId, [remove]);
       return;
     }
     const cancel = row.entryType === MessageType.SignalNotification && row.signalIdx === CANCEL_SIGNAL;
@@ -88,7 +87,7 @@ export async function deliverOnce(p: PartitionProcessor, row: OutboxRow): Promis
 
 /** Work another node asked of this partition's owner: admit an invocation it created, or kill one. */
 export async function carryOut(p: PartitionProcessor, row: OutboxRow, request: OutboxRequest): Promise<void> {
-  const remove = deleteOutbox(row.seq);
+  const remove = outboxWrite.delete(row.seq);
   try {
     if (request.kind === 'kill') {
       const id = InvocationId.tryParse(row.targetInvocationId);
@@ -98,7 +97,7 @@ export async function carryOut(p: PartitionProcessor, row: OutboxRow, request: O
           if (!(err instanceof InvocationNotFoundError || err instanceof InvocationAlreadyCompletedError)) throw err;
         });
       }
-      await p.submitStmts(row.partitionId, [remove]);
+      await p.submitWrites(row.partitionId, [remove]);
       return;
     }
     await admitRequested(p, row, request, remove);
@@ -112,66 +111,65 @@ export async function admitRequested(
   p: PartitionProcessor,
   row: OutboxRow,
   request: Extract<OutboxRequest, { kind: 'invoke' }>,
-  remove: Stmt,
+  remove: Write,
 ): Promise<void> {
   const child = decodeNewInvocation(request.invocation);
   const input = Buffer.from(request.input, 'base64');
   const now = new Date();
-  const op = newWriteOp(row.partitionId, [orderKey(child.partitionKey)]);
-  op.stmts.push(remove);
-  let created = false;
-  let admitted: { stmts: Stmt[]; ctx: InvocationCtx } | undefined;
+  const op = newWriteBatch(row.partitionId, [orderKey(child.partitionKey)]);
+  op.writes.push(remove);
+  let admitted: { writes: Write[]; ctx: InvocationCtx; insert: InsertInvocation } | undefined;
   let runnable = false;
   if (!p.active.has(child.id)) {
-    admitted = p.roles.admit(child, input, op, now, request.deterministic, (inserted) => (created = inserted));
+    admitted = p.roles.admit(child, input, now, request.deterministic);
     runnable = child.status === 'invoked';
-    op.stmts.push(...admitted.stmts);
+    op.writes.push(...admitted.writes);
   }
-  const answers: OutboxRow[] = [];
+  /** Writes whose outbox rows (the caller's answer) are delivered once committed. */
+  const answers: Write[] = [];
   const caller = request.caller;
   if (caller !== undefined) {
-    const wait = awaitResult(child.id, caller.id, caller.partition, caller.completionId, caller.entryType, (r) =>
-      answers.push(r),
-    );
+    const wait = outboxWrite.awaitResult(child.id, caller.id, caller.partition, caller.completionId, caller.entryType);
+    answers.push(wait);
     if (request.workflowRun === true) {
-      const again = insertOutbox(
-        {
-          partitionId: caller.partition,
-          targetInvocationId: caller.id,
-          entryType: caller.entryType,
-          completionId: caller.completionId,
-          signalIdx: null,
-          signalName: null,
-          sourceInvocationId: null,
-          raw: Buffer.from(
-            codec.notification(
-              { kind: 'completion', id: caller.completionId },
-              { kind: 'failure', failure: { code: 409, message: 'the workflow method was already invoked' } },
-            ),
+      const again = outboxWrite.insert({
+        partitionId: caller.partition,
+        targetInvocationId: caller.id,
+        entryType: caller.entryType,
+        completionId: caller.completionId,
+        signalIdx: null,
+        signalName: null,
+        sourceInvocationId: null,
+        raw: Buffer.from(
+          codec.notification(
+            { kind: 'completion', id: caller.completionId },
+            { kind: 'failure', failure: { code: 409, message: 'the workflow method was already invoked' } },
           ),
-        },
-        (r) => answers.push(r),
-      );
-      op.stmts.push({ ...wait, when: () => created }, { ...again, when: () => !created });
+        ),
+      });
+      answers.push(again);
+      // A second call of a workflow's run fails (409) instead of joining the first.
+      if (admitted === undefined) op.writes.push(again);
+      else op.writes.push(onlyIfInserted(wait, admitted.insert), unlessInserted(again, admitted.insert));
     } else {
-      op.stmts.push(wait);
+      op.writes.push(wait);
     }
   }
   try {
-    await p.deps.committer.submit(op);
+    await p.deps.storage.submit(op);
   } catch (err) {
     if (admitted !== undefined) p.roles.undoAdmit(admitted.ctx);
     throw err;
   }
   if (admitted !== undefined) {
-    if (created) {
+    if (admitted.insert.inserted === true) {
       p.deps.metrics.invocationsAccepted.inc({ invoked_by: child.invokedBy });
       p.roles.afterAdmit(admitted.ctx, runnable);
     } else {
       p.roles.undoAdmit(admitted.ctx);
     }
   }
-  for (const r of answers) void deliver(p, r);
+  for (const w of answers) for (const r of outboxRowsOf(w)) void deliver(p, r);
 }
 
 /** Tells the owner of a partition served elsewhere that its outbox has rows (coalesced; its poll is the fallback). */
@@ -182,8 +180,8 @@ export function notifyOwner(p: PartitionProcessor, partition: number): void {
   setImmediate(() => {
     const partitions = [...p.outbox.toNotify];
     p.outbox.toNotify.clear();
-    p.deps.pool
-      .query(`SELECT pg_notify($1, $2)`, [OUTBOX_CHANNEL, partitions.join(',')])
+    p.deps.storage
+      .notifyOutbox(partitions)
       .catch((err: unknown) => p.log.debug({ err }, 'could not notify partition owners; they poll'))
       .finally(() => {
         p.outbox.notifying = false;
@@ -200,7 +198,7 @@ export async function pollOutbox(p: PartitionProcessor, partitions?: number[]): 
   const ids = (partitions ?? [...p.served]).filter((n) => p.served.has(n));
   if (ids.length === 0 || p.stopped) return;
   const round = ++p.outbox.round;
-  const rows = await listOutbox(p.deps.pool, ids);
+  const rows = await p.deps.storage.outbox.list(ids);
   for (const row of rows) void deliver(p, row);
   // A row whose delivery finished before this read began cannot have been read by it (its delete had committed):
   // forget it. Later ones are kept until the next read.
@@ -213,13 +211,14 @@ export async function pollOutbox(p: PartitionProcessor, partitions?: number[]): 
  */
 export async function renderSource(p: PartitionProcessor, row: OutboxRow): Promise<codec.EngineResult> {
   if (row.sourcePromise !== undefined) {
-    const promise = await getPromise(p.deps.pool, row.sourcePromise);
+    const promise = await p.deps.storage.promises.get(row.sourcePromise);
     if (promise === undefined) return { kind: 'void' };
     return promise.resultKind === 'success'
       ? { kind: 'value', value: promise.value ?? Buffer.alloc(0) }
       : { kind: 'failure', failure: { code: promise.failureCode ?? 500, message: promise.failureMessage ?? '' } };
   }
-  const source = row.sourceInvocationId === null ? undefined : await getInvocation(p.deps.pool, row.sourceInvocationId);
+  const source =
+    row.sourceInvocationId === null ? undefined : await p.deps.storage.invocations.get(row.sourceInvocationId);
   // An expired result still reaches the callers it was owed to (a cancelled never-started callee, say).
   if (source === undefined) {
     return {
@@ -233,6 +232,3 @@ export async function renderSource(p: PartitionProcessor, row: OutboxRow): Promi
     ? { kind: 'value', value: outcome.value }
     : { kind: 'failure', failure: outcome.failure };
 }
-
-/** The channel a node NOTIFYs (payload: comma-separated partitions) when it wrote outbox rows for another's. */
-export const OUTBOX_CHANNEL = 'ratchet_outbox';

@@ -1,17 +1,9 @@
 import type { Logger } from 'pino';
 import type { ErrorCode } from '../errors/codes.ts';
-import { partitionKeyForKey } from '../ids/partition-key.ts';
 import type { InvocationId } from '../ids/invocation-id.ts';
 import type { RetryPolicy } from '../invoker/retry-policy.ts';
 import type { SchemaRegistry } from '../schema/registry.ts';
-import type { Invoker } from '../invoker/invoker.ts';
-import type { Stmt, WriteOp } from '../storage/api.ts';
-import { FencingError, type GroupCommitter } from '../storage/pg/group-commit.ts';
-import { partitionFor, type PartitionLeases } from '../storage/pg/leases.ts';
-import type { Pool } from '../storage/pg/pool.ts';
-import { getInvocation } from '../storage/pg/tables/invocations.ts';
-import { loadJournal } from '../storage/pg/tables/journal.ts';
-import type { TimerRow } from '../storage/pg/tables/timers.ts';
+import type { AttemptStarter } from '../invoker/invoker.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import * as codec from './codec.ts';
 import { InvocationCtx } from './invocation.ts';
@@ -21,6 +13,10 @@ import type { Roles } from './roles.ts';
 import { StateCache } from './state-cache.ts';
 import { TimerQueue } from './timer-queue.ts';
 import type { CompletedInvocation, JournalEntry } from './types.ts';
+import { type Write, type WriteBatch, type Storage } from '../storage/api.ts';
+import type { TimerRow } from '../storage/rows.ts';
+import { FencingError } from '../storage/errors.ts';
+import { partitionFor, partitionKeyForKey } from '../ids/partition-key.ts';
 
 export interface EngineOptions {
   node: string;
@@ -34,12 +30,11 @@ export interface EngineOptions {
 }
 
 export interface EngineDeps {
-  pool: Pool;
-  committer: GroupCommitter;
-  leases: PartitionLeases;
+  /** Reads the tables and commits write batches (fenced by the partition leases). */
+  storage: Storage;
   registry: SchemaRegistry;
   /** Runs attempts against deployments; the engine reads their effects. */
-  invoker: Invoker;
+  invoker: AttemptStarter;
   logger: Logger;
   metrics: Metrics;
   /**
@@ -144,7 +139,7 @@ export class PartitionProcessor {
 
   appendEntry(
     ctx: InvocationCtx,
-    op: WriteOp,
+    op: WriteBatch,
     entry: Omit<JournalEntry, 'index'>,
     now: Date,
     extra: {
@@ -175,20 +170,20 @@ export class PartitionProcessor {
   }
 
   /** Statements that touch no in-memory invocation (cleanup of timers and outbox rows of finished work). */
-  submitStmts(partition: number, stmts: Stmt[]): Promise<void> {
-    return this.deps.committer.submit({ partitions: [partition], stmts, journal: [] });
+  submitWrites(partition: number, writes: Write[]): Promise<void> {
+    return this.deps.storage.submit({ partitions: [partition], writes, journal: [] });
   }
 
-  write(ctx: InvocationCtx, stmts: Stmt[], after?: () => void): void {
-    void this.commit(ctx, ownWrite(ctx, stmts), after);
+  write(ctx: InvocationCtx, writes: Write[], after?: () => void): void {
+    void this.commit(ctx, ownWrite(ctx, writes), after);
   }
 
   /**
    * Commits a write of this invocation and then runs `after`. Resolves to false (never rejects) when the write
    * failed: the invocation is then poisoned and reloaded from storage, so callers that fire and forget are safe.
    */
-  commit(ctx: InvocationCtx, op: WriteOp, after?: () => void): Promise<boolean> {
-    const p = this.deps.committer.submit(op);
+  commit(ctx: InvocationCtx, op: WriteBatch, after?: () => void): Promise<boolean> {
+    const p = this.deps.storage.submit(op);
     return ctx
       .track(
         p.then(
@@ -239,7 +234,8 @@ export class PartitionProcessor {
     let p = this.loading.get(id);
     if (p === undefined) {
       const generation = this.generation;
-      p = getInvocation(this.deps.pool, id)
+      p = this.deps.storage.invocations
+        .get(id)
         .then((row) => {
           if (row === undefined) return undefined;
           const again = this.active.get(id);
@@ -258,7 +254,7 @@ export class PartitionProcessor {
   }
 
   async loadEntries(id: string): Promise<JournalEntry[]> {
-    const rows = await loadJournal(this.deps.pool, id);
+    const rows = await this.deps.storage.journal.load(id);
     return rows.map((r) => {
       const e: JournalEntry = { index: r.index, type: r.entryType, raw: r.raw };
       if (r.completionId !== null) e.completionId = r.completionId;
@@ -285,14 +281,14 @@ export interface EngineFailure {
 /** Virtual-object keys whose state the engine keeps in memory at most (least recently used go first). */
 const STATE_CACHE_KEYS = 10_000;
 
-/** The ordering key (`WriteOp.keys`) of an invocation's writes: its partition key, which for keyed services is its key's. */
+/** The ordering key (`WriteBatch.keys`) of an invocation's writes: its partition key, which for keyed services is its key's. */
 export function orderKey(partitionKey: bigint): string {
   return partitionKey.toString();
 }
 
 /** A write of `ctx`'s own rows (and its timers, and its key's lock and inbox): ordered by its partition key. */
-export function ownWrite(ctx: InvocationCtx, stmts: Stmt[] = []): WriteOp {
-  return { partitions: [ctx.partitionId], stmts, journal: [], keys: [orderKey(ctx.partitionKey)] };
+export function ownWrite(ctx: InvocationCtx, writes: Write[] = []): WriteBatch {
+  return { partitions: [ctx.partitionId], writes, journal: [], keys: [orderKey(ctx.partitionKey)] };
 }
 
 /**

@@ -1,8 +1,3 @@
-import { listActiveInvocations } from '../storage/pg/tables/invocations.ts';
-import { listLocks } from '../storage/pg/tables/locks.ts';
-import { listOutbox } from '../storage/pg/tables/outbox.ts';
-import { listStateMutations } from '../storage/pg/tables/state-mutations.ts';
-import { listTimers } from '../storage/pg/tables/timers.ts';
 import { InvocationCtx } from './invocation.ts';
 import { type PartitionProcessor, lockKey } from './processor.ts';
 
@@ -19,16 +14,15 @@ export async function recover(
   const wanted = partitions.filter((n) => !p.served.has(n));
   if (wanted.length === 0 || p.stopped) return { invocations: 0, timers: 0 };
   // Held at these epochs now; a partition given up or re-taken while it is read is not installed from this read.
-  const epochs = wanted.map((n) => p.deps.leases.epochOf(n));
-  const pool = p.deps.pool;
+  const epochs = wanted.map((n) => p.deps.storage.epochOf(n));
   const ids = wanted;
-  const locks = await listLocks(pool, ids);
-  const rows = await listActiveInvocations(pool, ids);
-  const timers = await listTimers(pool, ids);
-  const mutations = await listStateMutations(pool, ids);
-  const outbox = await listOutbox(pool, ids);
+  const locks = await p.deps.storage.locks.list(ids);
+  const rows = await p.deps.storage.invocations.listActive(ids);
+  const timers = await p.deps.storage.timers.list(ids);
+  const mutations = await p.deps.storage.stateMutations.list(ids);
+  const outbox = await p.deps.storage.outbox.list(ids);
   if (p.stopped) return { invocations: 0, timers: 0 };
-  if (ids.some((n, i) => epochs[i] === undefined || p.deps.leases.epochOf(n) !== epochs[i])) {
+  if (ids.some((n, i) => epochs[i] === undefined || p.deps.storage.epochOf(n) !== epochs[i])) {
     throw new Error(`partitions ${ids.join(', ')} were given up or re-taken while they were being recovered`);
   }
   for (const n of ids) p.served.add(n);

@@ -1,7 +1,7 @@
 import { InvocationId } from '../ids/invocation-id.ts';
-import { getInvocation, getInvocations, type InvocationRow } from '../storage/pg/tables/invocations.ts';
 import type { CompletedInvocation, Outcome } from './types.ts';
 import { type PartitionProcessor, type Waiter } from './processor.ts';
+import type { InvocationRow } from '../storage/rows.ts';
 
 /** Resolves when the invocation completes (at once if it already has). */
 export async function awaitCompletion(p: PartitionProcessor, id: string): Promise<CompletedInvocation | undefined> {
@@ -12,7 +12,7 @@ export async function awaitCompletion(p: PartitionProcessor, id: string): Promis
   set.add(resolve);
   try {
     if (!p.active.has(id)) {
-      const row = await getInvocation(p.deps.pool, id);
+      const row = await p.deps.storage.invocations.get(id);
       if (row === undefined || isExpired(row)) return undefined;
       if (row.status === 'completed') return completedFromRow(row);
       // Not served here: its owner completes it elsewhere, and the result is read from PostgreSQL.
@@ -52,7 +52,7 @@ export function pollRemoteResults(p: PartitionProcessor): void {
     }
     try {
       const found = new Map<string, InvocationRow>();
-      for (const row of await getInvocations(p.deps.pool, ids)) found.set(row.id, row);
+      for (const row of await p.deps.storage.invocations.getMany(ids)) found.set(row.id, row);
       for (const id of ids) {
         const row = found.get(id);
         const done = row === undefined || isExpired(row) ? undefined : row.status === 'completed' ? row : null;
@@ -73,7 +73,7 @@ export async function getCompleted(
   p: PartitionProcessor,
   id: string,
 ): Promise<{ row: InvocationRow; done?: CompletedInvocation } | undefined> {
-  const row = await getInvocation(p.deps.pool, id);
+  const row = await p.deps.storage.invocations.get(id);
   if (row === undefined || isExpired(row)) return undefined;
   return row.status === 'completed' ? { row, done: completedFromRow(row) } : { row };
 }

@@ -1,18 +1,16 @@
 import { MessageType } from '../protocol/message-types.ts';
-import { type Stmt } from '../storage/api.ts';
-import { inboxInvocation, updateInvocation } from '../storage/pg/tables/invocations.ts';
-import { takeLock } from '../storage/pg/tables/locks.ts';
-import { deleteTimer, type TimerRow } from '../storage/pg/tables/timers.ts';
 import * as codec from './codec.ts';
 import { type PartitionProcessor, lockKey } from './processor.ts';
+import { invocationWrite, lockWrite, timerWrite, type Write } from '../storage/api.ts';
+import type { TimerRow } from '../storage/rows.ts';
 
 export async function fireTimer(p: PartitionProcessor, t: TimerRow): Promise<void> {
   if (p.stopped) return;
   try {
     const ctx = await p.load(t.invocationId);
-    const remove = deleteTimer(t.id);
+    const remove = timerWrite.delete(t.id);
     if (ctx === undefined || ctx.status === 'completed') {
-      await p.submitStmts(t.partitionId, [remove]);
+      await p.submitWrites(t.partitionId, [remove]);
       return;
     }
     switch (t.kind) {
@@ -29,7 +27,7 @@ export async function fireTimer(p: PartitionProcessor, t: TimerRow): Promise<voi
         );
         return;
       case 'retry':
-        p.write(ctx, [remove, updateInvocation(ctx.id, { nextRetryAt: null }, new Date())]);
+        p.write(ctx, [remove, invocationWrite.update(ctx.id, { nextRetryAt: null }, new Date())]);
         void p.roles.startAttempt(ctx);
         return;
       case 'start': {
@@ -37,22 +35,22 @@ export async function fireTimer(p: PartitionProcessor, t: TimerRow): Promise<voi
           p.write(ctx, [remove]);
           return;
         }
-        const stmts: Stmt[] = [remove];
+        const writes: Write[] = [remove];
         if (ctx.isExclusiveKeyed) {
           const lk = lockKey(ctx.serviceName, ctx.serviceKey!);
           if (p.keys.locks.has(lk)) {
             ctx.status = 'inboxed';
             p.keys.queue(lk).push(ctx.id);
-            stmts.push(inboxInvocation(ctx.id));
-            p.write(ctx, stmts);
+            writes.push(invocationWrite.inbox(ctx.id));
+            p.write(ctx, writes);
             return;
           }
           p.keys.locks.set(lk, ctx.id);
-          stmts.push(takeLock(ctx.serviceName, ctx.serviceKey!, ctx.id));
+          writes.push(lockWrite.take(ctx.serviceName, ctx.serviceKey!, ctx.id));
         }
         ctx.status = 'invoked';
-        stmts.push(updateInvocation(ctx.id, { status: 'invoked' }, new Date()));
-        p.write(ctx, stmts);
+        writes.push(invocationWrite.update(ctx.id, { status: 'invoked' }, new Date()));
+        p.write(ctx, writes);
         void p.roles.startAttempt(ctx);
         return;
       }

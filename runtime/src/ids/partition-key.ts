@@ -68,3 +68,8 @@ export function partitionKeyForUnkeyedIdempotent(service: string, idempotencyKey
 export function randomPartitionKey(service: string): bigint {
   return partitionKeyForBucket(service, Math.floor(Math.random() * PARTITION_KEY_BUCKETS));
 }
+
+/** Restate splits the u64 partition-key space into equal ranges, one per partition. */
+export function partitionFor(partitionKey: bigint, partitions: number): number {
+  return Number((partitionKey * BigInt(partitions)) >> 64n);
+}

@@ -5,6 +5,7 @@ import { MessageType } from '../protocol/message-types.ts';
 import { invocationContentType } from '../protocol/version.ts';
 import type { Http1Client, Http2Client } from '../service-client/transport.ts';
 import { Attempt } from './attempt.ts';
+import type { Effect } from './effects.ts';
 
 export interface InvokerOptions {
   clusterName: string;
@@ -47,12 +48,31 @@ export interface AttemptSpec {
   abortTimeoutMs?: number | undefined;
 }
 
+/** The engine's hold on a running attempt: its effects to read, and the few things it asks of it. */
+export interface AttemptHandle {
+  /** What the deployment sent, in stream order (see Effect); ends after the terminal effect or an abort. */
+  readonly effects: AsyncIterable<Effect>;
+  /** Whether notifications can still be written to the deployment in this attempt (bidi streams). */
+  readonly canSend: boolean;
+  readonly isFinished: boolean;
+  send(frame: Buffer): void;
+  /** Ends the attempt at a frame the engine refused: our side closes and the SDK finishes its response. */
+  markTerminal(): void;
+  /** Stops the attempt from the runtime side (shutdown, pause, lost partition). */
+  abort(): void;
+}
+
+/** What the engine needs of an invoker: start an attempt. */
+export interface AttemptStarter {
+  start(spec: AttemptSpec): AttemptHandle;
+}
+
 /**
  * Runs attempts: for each, the Start message and the journal replay, the URL, headers and timeouts, and the transport
  * the deployment speaks (HTTP/2 or HTTP/1.1). It knows nothing of storage or of the engine; the engine reads each
  * attempt's effects.
  */
-export class Invoker {
+export class Invoker implements AttemptStarter {
   private seq = 0;
 
   constructor(private readonly options: InvokerOptions) {}

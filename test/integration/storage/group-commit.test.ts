@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Stmt, WriteOp } from '../../../runtime/src/storage/api.ts';
+import type { Stmt, WriteOp } from '../../../runtime/src/storage/pg/sql.ts';
 import { GroupCommitter } from '../../../runtime/src/storage/pg/group-commit.ts';
 import { PartitionLeases } from '../../../runtime/src/storage/pg/leases.ts';
 import { migrate } from '../../../runtime/src/storage/pg/migrate.ts';

@@ -5,7 +5,7 @@ import { PartitionLeases, partitionFor } from '../../../runtime/src/storage/pg/l
 import { migrate } from '../../../runtime/src/storage/pg/migrate.ts';
 import { createPool } from '../../../runtime/src/storage/pg/pool.ts';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
-import { RetentionCleaner } from '../../../runtime/src/engine/retention.ts';
+import { RetentionCleaner } from '../../../runtime/src/storage/pg/retention-cleaner.ts';
 import { pino } from 'pino';
 
 /**

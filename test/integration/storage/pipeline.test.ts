@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Stmt } from '../../../runtime/src/storage/api.ts';
+import type { Stmt } from '../../../runtime/src/storage/pg/sql.ts';
 import { ParameterError, runPipeline, timestamp } from '../../../runtime/src/storage/pg/pipeline.ts';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
 

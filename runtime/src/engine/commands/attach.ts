@@ -1,14 +1,14 @@
 import { InvocationId } from '../../ids/invocation-id.ts';
 import { MessageType } from '../../protocol/message-types.ts';
-import { awaitResult, insertOutbox } from '../../storage/pg/tables/outbox.ts';
 import type { InvocationTarget } from '../../protocol/messages.ts';
 import { orderKey } from '../processor.ts';
 import type { CommandContext, Verdict } from './context.ts';
 import type { Command } from '../codec.ts';
+import { outboxWrite } from '../../storage/api.ts';
 
 /** Attach to an invocation, or get its output: answered through the outbox once the target completes (or at once). */
 export function attachCommand(c: CommandContext, cmd: Extract<Command, { kind: 'attach' | 'getOutput' }>): Verdict {
-  const { p, ctx, stmts, deliverAfter, op, reject } = c;
+  const { p, ctx, writes, deliverAfter, op, reject } = c;
   switch (cmd.kind) {
     case 'attach':
     case 'getOutput': {
@@ -23,21 +23,22 @@ export function attachCommand(c: CommandContext, cmd: Extract<Command, { kind: '
       if (cmd.kind === 'attach') {
         // Its waiter row must not race the target's completion, which collects the waiters.
         op.keys!.push(orderKey(InvocationId.partitionKey(targetId)));
-        stmts.push(
-          awaitResult(
-            targetId,
-            ctx.id,
-            ctx.partitionId,
-            cmd.completionId,
-            MessageType.AttachInvocationCompletionNotification,
-            deliverAfter,
+        writes.push(
+          deliverAfter(
+            outboxWrite.awaitResult(
+              targetId,
+              ctx.id,
+              ctx.partitionId,
+              cmd.completionId,
+              MessageType.AttachInvocationCompletionNotification,
+            ),
           ),
         );
       } else {
         // Answered with the target's state as of delivery: its result, or void while it runs.
-        stmts.push(
-          insertOutbox(
-            {
+        writes.push(
+          deliverAfter(
+            outboxWrite.insert({
               partitionId: ctx.partitionId,
               targetInvocationId: ctx.id,
               entryType: MessageType.GetInvocationOutputCompletionNotification,
@@ -46,8 +47,7 @@ export function attachCommand(c: CommandContext, cmd: Extract<Command, { kind: '
               signalName: null,
               sourceInvocationId: targetId,
               raw: null,
-            },
-            deliverAfter,
+            }),
           ),
         );
       }

@@ -1,6 +1,4 @@
 import { MessageType } from '../../protocol/message-types.ts';
-import { type Stmt } from '../../storage/api.ts';
-import { awaitResult, insertOutbox, insertOutboxRequest } from '../../storage/pg/tables/outbox.ts';
 import { encodeNewInvocation } from '../outbox-requests.ts';
 import * as codec from '../codec.ts';
 import { type InvocationCtx } from '../invocation.ts';
@@ -8,10 +6,11 @@ import type { AcceptRequest } from '../types.ts';
 import { orderKey } from '../processor.ts';
 import type { CommandContext, Verdict } from './context.ts';
 import type { Command } from '../codec.ts';
+import { outboxWrite, onlyIfInserted, unlessInserted, type Write, type InsertInvocation } from '../../storage/api.ts';
 
 /** Call and one-way call (send): the callee is admitted in the same write (or asked of its owner through the outbox). */
 export function callCommand(c: CommandContext, cmd: Extract<Command, { kind: 'call' | 'oneWayCall' }>): Verdict {
-  const { p, ctx, frame, now, stmts, after, deliverAfter, journalExtra, op, reject } = c;
+  const { p, ctx, frame, now, writes, after, deliverAfter, journalExtra, op, reject } = c;
   switch (cmd.kind) {
     case 'call':
     case 'oneWayCall': {
@@ -49,15 +48,12 @@ export function callCommand(c: CommandContext, cmd: Extract<Command, { kind: 'ca
       // caller's wait for its result); the invocation id is known here, so the caller goes on at once.
       const remote = !p.served.has(ctxRow.partitionId);
       // An idempotent call whose callee is running already joins it; one that completed gets its stored result.
-      let childCreated = false;
-      let child: { stmts: Stmt[]; ctx: InvocationCtx } | undefined;
+      let child: { writes: Write[]; ctx: InvocationCtx; insert: InsertInvocation } | undefined;
       let childRunnable = false;
       if (remote) {
-        stmts.push(
-          insertOutboxRequest(
-            ctxRow.partitionId,
-            ctxRow.id,
-            {
+        writes.push(
+          deliverAfter(
+            outboxWrite.request(ctxRow.partitionId, ctxRow.id, {
               kind: 'invoke',
               invocation: encodeNewInvocation(ctxRow),
               input: Buffer.from(inputRaw).toString('base64'),
@@ -72,19 +68,15 @@ export function callCommand(c: CommandContext, cmd: Extract<Command, { kind: 'ca
                   : undefined,
               workflowRun: target.schema.ty === 'Workflow' && handler.ty === 'Workflow',
               deterministic: ctxRow.idempotencyKey !== null,
-            },
-            deliverAfter,
+            }),
           ),
         );
       } else if (!p.active.has(ctxRow.id)) {
         // Both partitions are written: both leases must hold.
         if (ctxRow.partitionId !== ctx.partitionId) op.partitions.push(ctxRow.partitionId);
-        childCreated = true;
-        child = p.roles.admit(ctxRow, inputRaw, op, now, ctxRow.idempotencyKey !== null, (inserted) => {
-          childCreated = inserted;
-        });
+        child = p.roles.admit(ctxRow, inputRaw, now, ctxRow.idempotencyKey !== null);
         childRunnable = ctxRow.status === 'invoked';
-        stmts.push(...child.stmts);
+        writes.push(...child.writes);
       }
       journalExtra.invokedId = ctxRow.id;
       journalExtra.invokedTarget = keyedTarget
@@ -92,7 +84,7 @@ export function callCommand(c: CommandContext, cmd: Extract<Command, { kind: 'ca
         : `${cmd.service}/${cmd.handler}`;
       after.push(() => {
         if (child === undefined) return;
-        if (childCreated) p.roles.afterAdmit(child.ctx, childRunnable);
+        if (child.insert.inserted !== false) p.roles.afterAdmit(child.ctx, childRunnable);
         else p.roles.undoAdmit(child.ctx);
       });
       if (child !== undefined) {
@@ -122,18 +114,19 @@ export function callCommand(c: CommandContext, cmd: Extract<Command, { kind: 'ca
         now,
       );
       if (cmd.kind === 'call' && !remote) {
-        const wait = awaitResult(
-          ctxRow.id,
-          ctx.id,
-          ctx.partitionId,
-          cmd.resultCompletionId,
-          MessageType.CallCompletionNotification,
-          deliverAfter,
+        const wait = deliverAfter(
+          outboxWrite.awaitResult(
+            ctxRow.id,
+            ctx.id,
+            ctx.partitionId,
+            cmd.resultCompletionId,
+            MessageType.CallCompletionNotification,
+          ),
         );
         if (target.schema.ty === 'Workflow' && handler.ty === 'Workflow') {
           // A workflow's run executes once per key: calling it again fails, as it does at the ingress.
-          const again = insertOutbox(
-            {
+          const again = deliverAfter(
+            outboxWrite.insert({
               partitionId: ctx.partitionId,
               targetInvocationId: ctx.id,
               entryType: MessageType.CallCompletionNotification,
@@ -147,17 +140,18 @@ export function callCommand(c: CommandContext, cmd: Extract<Command, { kind: 'ca
                   { kind: 'failure', failure: { code: 409, message: 'the workflow method was already invoked' } },
                 ),
               ),
-            },
-            deliverAfter,
+            }),
           );
-          stmts.push({ ...wait, when: () => childCreated }, { ...again, when: () => !childCreated });
+          // Joined only by the call that created the run; any other gets the 409.
+          if (child === undefined) writes.push(again);
+          else writes.push(onlyIfInserted(wait, child.insert), unlessInserted(again, child.insert));
         } else {
-          stmts.push(wait);
+          writes.push(wait);
         }
       }
-      op.stmts.push(...stmts);
+      op.writes.push(...writes);
       void p.commit(ctx, op, () => {
-        for (const f of after) f();
+        c.committed();
         p.roles.sendCommitted(ctx, idNote);
       });
       return 'stop';

@@ -1,10 +1,9 @@
 import type { ErrorCode } from '../../errors/codes.ts';
-import type { Attempt } from '../../invoker/attempt.ts';
+import type { AttemptHandle } from '../../invoker/invoker.ts';
 import type { Frame } from '../../protocol/framing.ts';
-import type { Stmt, WriteOp } from '../../storage/api.ts';
-import type { OutboxRow } from '../../storage/pg/tables/outbox.ts';
 import type { InvocationCtx } from '../invocation.ts';
 import type { PartitionProcessor } from '../processor.ts';
+import { type Write, type WriteBatch } from '../../storage/api.ts';
 
 /** Columns of the journal row that some commands fill (what introspection shows of them). */
 export interface JournalExtra {
@@ -17,25 +16,27 @@ export interface JournalExtra {
 
 /**
  * One command the deployment sent, on its way to the journal: the write it goes into and what runs once that write
- * committed. A command family adds statements to `stmts` (or to `op` directly) and follow-ups to `after`.
+ * committed. A command family adds statements to `writes` (or to `op` directly) and follow-ups to `after`.
  */
 export interface CommandContext {
   readonly p: PartitionProcessor;
   readonly ctx: InvocationCtx;
-  readonly attempt: Attempt;
+  readonly attempt: AttemptHandle;
   readonly frame: Frame;
   readonly now: Date;
   readonly keyed: boolean;
   /** Exclusive handlers of virtual objects and workflows' run handler may write state. */
   readonly canWrite: boolean;
-  readonly stmts: Stmt[];
+  readonly writes: Write[];
   readonly after: (() => void)[];
   readonly journalExtra: JournalExtra;
-  readonly op: WriteOp;
+  readonly op: WriteBatch;
   /** Fails the attempt without persisting the command. */
   readonly reject: (rtCode: ErrorCode, message: string) => void;
-  /** Outbox rows this command writes are delivered once it is committed. */
-  readonly deliverAfter: (row: OutboxRow) => void;
+  /** Marks a write whose outbox rows are delivered once the command is committed; returns it. */
+  readonly deliverAfter: <W extends Write>(w: W) => W;
+  /** What runs once the command's write committed: the `after` steps, then the deliveries. */
+  readonly committed: () => void;
 }
 
 /** `append`: journal the command and commit; `stop`: the family rejected it, or committed it itself. */

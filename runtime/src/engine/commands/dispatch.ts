@@ -1,8 +1,6 @@
 import type { ErrorCode } from '../../errors/codes.ts';
-import type { Attempt } from '../../invoker/attempt.ts';
+import type { AttemptHandle } from '../../invoker/invoker.ts';
 import type { Frame } from '../../protocol/framing.ts';
-import type { Stmt } from '../../storage/api.ts';
-import type { OutboxRow } from '../../storage/pg/tables/outbox.ts';
 import * as codec from '../codec.ts';
 import type { InvocationCtx } from '../invocation.ts';
 import { ownWrite, type PartitionProcessor } from '../processor.ts';
@@ -13,17 +11,25 @@ import { promiseCommand } from './promises.ts';
 import { signalCommand } from './signals.ts';
 import { sleepCommand } from './sleep.ts';
 import { stateCommand } from './state.ts';
+import { outboxRowsOf, type Write } from '../../storage/api.ts';
 
 /** Persist first (in arrival order), then act. Invalid commands fail the attempt without being persisted. */
-export function onCommand(p: PartitionProcessor, ctx: InvocationCtx, attempt: Attempt, frame: Frame): void {
+export function onCommand(p: PartitionProcessor, ctx: InvocationCtx, attempt: AttemptHandle, frame: Frame): void {
   const cmd = codec.command(frame.type, frame.payload);
   const keyed = ctx.serviceKey !== null;
   const canWrite = ctx.handlerTy === 'Exclusive' || ctx.handlerTy === 'Workflow';
   const now = new Date();
-  const stmts: Stmt[] = [];
+  const writes: Write[] = [];
   const after: (() => void)[] = [];
-  /** Outbox rows this command writes are delivered once it is committed. */
-  const deliverAfter = (row: OutboxRow): void => void after.push(() => void p.roles.deliver(row));
+  const delivered: Write[] = [];
+  const deliverAfter = <W extends Write>(w: W): W => {
+    delivered.push(w);
+    return w;
+  };
+  const committed = (): void => {
+    for (const f of after) f();
+    for (const w of delivered) for (const row of outboxRowsOf(w)) void p.roles.deliver(row);
+  };
   const journalExtra: JournalExtra = {};
   const op = ownWrite(ctx);
   const reject = (rtCode: ErrorCode, message: string): void => {
@@ -40,12 +46,13 @@ export function onCommand(p: PartitionProcessor, ctx: InvocationCtx, attempt: At
     now,
     keyed,
     canWrite,
-    stmts,
+    writes,
     after,
     journalExtra,
     op,
     reject,
     deliverAfter,
+    committed,
   };
   let verdict: Verdict = 'append';
   switch (cmd.kind) {
@@ -90,8 +97,6 @@ export function onCommand(p: PartitionProcessor, ctx: InvocationCtx, attempt: At
   if (verdict === 'stop') return;
   const entry = p.appendEntry(ctx, op, { type: frame.type, raw: frame.payload }, now, journalExtra);
   ctx.fromSdk.add(entry.index);
-  op.stmts.push(...stmts);
-  void p.commit(ctx, op, () => {
-    for (const f of after) f();
-  });
+  op.writes.push(...writes);
+  void p.commit(ctx, op, committed);
 }

@@ -1,11 +1,11 @@
-import { type Attempt } from '../../invoker/attempt.ts';
+import type { AttemptHandle } from '../../invoker/invoker.ts';
 import { REQUESTED_ACK_FLAG, encodeFrame, type Frame } from '../../protocol/framing.ts';
 import { MessageType } from '../../protocol/message-types.ts';
 import * as codec from '../codec.ts';
 import { type InvocationCtx } from '../invocation.ts';
 import { type PartitionProcessor, ownWrite } from '../processor.ts';
 
-export function onRunProposal(p: PartitionProcessor, ctx: InvocationCtx, attempt: Attempt, frame: Frame): void {
+export function onRunProposal(p: PartitionProcessor, ctx: InvocationCtx, attempt: AttemptHandle, frame: Frame): void {
   const proposal = codec.proposeRunCompletion(frame.payload);
   if (ctx.hasCompletion(proposal.completionId)) {
     // A proposal for an already completed run (a replay race): the stored result stands.

@@ -1,18 +1,18 @@
 import { InvocationId } from '../../ids/invocation-id.ts';
 import { parseAwakeableId } from '../../ids/awakeable-id.ts';
 import { MessageType } from '../../protocol/message-types.ts';
-import { partitionFor } from '../../storage/pg/leases.ts';
-import { insertOutbox } from '../../storage/pg/tables/outbox.ts';
 import * as codec from '../codec.ts';
 import type { CommandContext, Verdict } from './context.ts';
 import type { Command } from '../codec.ts';
+import { outboxWrite } from '../../storage/api.ts';
+import { partitionFor } from '../../ids/partition-key.ts';
 
 /** Send signal and complete awakeable: a signal notification for the target, delivered through the outbox. */
 export function signalCommand(
   c: CommandContext,
   cmd: Extract<Command, { kind: 'sendSignal' | 'completeAwakeable' }>,
 ): Verdict {
-  const { p, stmts, deliverAfter, reject } = c;
+  const { p, writes, deliverAfter, reject } = c;
   switch (cmd.kind) {
     case 'sendSignal':
     case 'completeAwakeable': {
@@ -41,9 +41,9 @@ export function signalCommand(
         reject('RT0017', `bad target invocation id '${targetId}'`);
         return 'stop';
       }
-      stmts.push(
-        insertOutbox(
-          {
+      writes.push(
+        deliverAfter(
+          outboxWrite.insert({
             partitionId: partitionFor(InvocationId.partitionKey(targetParsed), p.options.partitions),
             targetInvocationId: targetParsed,
             entryType: MessageType.SignalNotification,
@@ -57,8 +57,7 @@ export function signalCommand(
                 cmd.result,
               ),
             ),
-          },
-          deliverAfter,
+          }),
         ),
       );
       break;

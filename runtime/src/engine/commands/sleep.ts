@@ -1,10 +1,10 @@
-import { insertTimer } from '../../storage/pg/tables/timers.ts';
 import type { CommandContext, Verdict } from './context.ts';
 import type { Command } from '../codec.ts';
+import { timerWrite } from '../../storage/api.ts';
 
 /** Sleep: the timer row is written with the command and armed once it is durable. */
 export function sleepCommand(c: CommandContext, cmd: Extract<Command, { kind: 'sleep' }>): Verdict {
-  const { p, ctx, stmts, after, journalExtra } = c;
+  const { p, ctx, writes, after, journalExtra } = c;
   switch (cmd.kind) {
     case 'sleep': {
       const fireAt = new Date(Number(cmd.wakeUpTime));
@@ -17,7 +17,9 @@ export function sleepCommand(c: CommandContext, cmd: Extract<Command, { kind: 's
         completionId: cmd.completionId,
       };
       ctx.mayHaveTimers = true;
-      stmts.push(insertTimer(t, (id) => after.push(() => p.timers.schedule({ ...t, id }, fireAt.getTime()))));
+      const timer = timerWrite.insert(t);
+      writes.push(timer);
+      after.push(() => p.timers.schedule({ ...t, id: timer.id! }, fireAt.getTime()));
       break;
     }
   }

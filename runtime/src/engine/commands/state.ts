@@ -1,12 +1,11 @@
-import { getStateValue, loadState } from '../../storage/pg/tables/state.ts';
 import { MessageType } from '../../protocol/message-types.ts';
 import { type StateChange } from '../state-cache.ts';
-import { clearAllState, clearState, setState } from '../../storage/pg/tables/state.ts';
 import * as codec from '../codec.ts';
 import { type InvocationCtx } from '../invocation.ts';
 import { type PartitionProcessor, lockKey } from '../processor.ts';
 import type { CommandContext, Verdict } from './context.ts';
 import type { Command } from '../codec.ts';
+import { stateWrite } from '../../storage/api.ts';
 
 /** State commands: set, clear, clear all, and the eager and lazy reads of a virtual object or workflow key. */
 export function stateCommand(
@@ -25,7 +24,7 @@ export function stateCommand(
     }
   >,
 ): Verdict {
-  const { p, ctx, stmts, after, op, reject, canWrite } = c;
+  const { p, ctx, writes, after, op, reject, canWrite } = c;
   const keyed = ctx.serviceKey !== null;
   switch (cmd.kind) {
     case 'setState':
@@ -39,9 +38,9 @@ export function stateCommand(
         return 'stop';
       }
       if (cmd.kind === 'setState')
-        stmts.push(setState(ctx.serviceName, ctx.serviceKey, ctx.partitionKey, cmd.key, cmd.value));
-      else if (cmd.kind === 'clearState') stmts.push(clearState(ctx.serviceName, ctx.serviceKey, cmd.key));
-      else stmts.push(clearAllState(ctx.serviceName, ctx.serviceKey));
+        writes.push(stateWrite.set(ctx.serviceName, ctx.serviceKey, ctx.partitionKey, cmd.key, cmd.value));
+      else if (cmd.kind === 'clearState') writes.push(stateWrite.clear(ctx.serviceName, ctx.serviceKey, cmd.key));
+      else writes.push(stateWrite.clearAll(ctx.serviceName, ctx.serviceKey));
       if (ctx.serviceTy === 'VirtualObject') {
         // The cached copy follows the commit (copies: the frame's buffer is not kept alive by the cache).
         const lk = lockKey(ctx.serviceName, ctx.serviceKey);
@@ -91,14 +90,14 @@ export async function answerLazyState(
     let raw: Uint8Array;
     let type: number;
     if (stateKey !== undefined) {
-      const value = await getStateValue(p.deps.pool, ctx.serviceName, ctx.serviceKey!, stateKey);
+      const value = await p.deps.storage.state.get(ctx.serviceName, ctx.serviceKey!, stateKey);
       raw = codec.notification(
         { kind: 'completion', id: completionId },
         value === undefined ? { kind: 'void' } : { kind: 'value', value },
       );
       type = MessageType.GetLazyStateCompletionNotification;
     } else {
-      const rows = await loadState(p.deps.pool, ctx.serviceName, ctx.serviceKey!);
+      const rows = await p.deps.storage.state.load(ctx.serviceName, ctx.serviceKey!);
       raw = codec.notification(
         { kind: 'completion', id: completionId },
         { kind: 'stateKeys', keys: rows.map((r) => r.key) },

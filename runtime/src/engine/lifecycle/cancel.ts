@@ -1,6 +1,5 @@
 import { isExpired } from '../results.ts';
 import { type InvocationId } from '../../ids/invocation-id.ts';
-import { getInvocation } from '../../storage/pg/tables/invocations.ts';
 import { type PartitionProcessor, CANCEL_SIGNAL } from '../processor.ts';
 
 /**
@@ -11,7 +10,7 @@ export async function cancel(
   p: PartitionProcessor,
   id: InvocationId,
 ): Promise<'accepted' | 'done' | 'not_found' | 'completed'> {
-  const row = await getInvocation(p.deps.pool, id);
+  const row = await p.deps.storage.invocations.get(id);
   if (row === undefined || isExpired(row)) return 'not_found';
   if (row.status === 'completed') return 'completed';
   await p.roles.signal(id, { idx: CANCEL_SIGNAL }, { kind: 'void' });

@@ -1,19 +1,24 @@
 import { MessageType } from '../../protocol/message-types.ts';
-import { newWriteOp, type Stmt } from '../../storage/api.ts';
-import { updateInvocation, type InvocationUpdate } from '../../storage/pg/tables/invocations.ts';
-import { resultToWaiters, type OutboxRow } from '../../storage/pg/tables/outbox.ts';
-import { deleteTimersOf } from '../../storage/pg/tables/timers.ts';
 import * as codec from '../codec.ts';
 import { type InvocationCtx } from '../invocation.ts';
 import type { CompletedInvocation, JournalEntry, Outcome } from '../types.ts';
 import { type PartitionProcessor, ownWrite, lockKey } from '../processor.ts';
+import {
+  invocationWrite,
+  timerWrite,
+  outboxWrite,
+  newWriteBatch,
+  outboxRowsOf,
+  type Write,
+} from '../../storage/api.ts';
+import type { InvocationUpdate } from '../../storage/rows.ts';
 
 export function complete(
   p: PartitionProcessor,
   ctx: InvocationCtx,
   outcome: Outcome,
   failed: InvocationUpdate = {},
-  extra: Stmt[] = [],
+  extra: Write[] = [],
 ): Promise<boolean> {
   ctx.attempt?.abort();
   ctx.attempt = undefined;
@@ -21,10 +26,10 @@ export function complete(
   const now = new Date();
   // Its own rows, its waiters and its key's lock and inbox (the next holder has the same key): ordered by its
   // partition key. Extra statements may touch anything, so a completion with them is a barrier.
-  const op = extra.length === 0 ? ownWrite(ctx) : newWriteOp(ctx.partitionId);
-  const delivered: OutboxRow[] = [];
-  op.stmts.push(
-    updateInvocation(
+  const op = extra.length === 0 ? ownWrite(ctx) : newWriteBatch(ctx.partitionId);
+  const waiters = outboxWrite.resultToWaiters(ctx.id);
+  op.writes.push(
+    invocationWrite.update(
       ctx.id,
       {
         ...failed,
@@ -46,8 +51,8 @@ export function complete(
       now,
     ),
     // Most invocations never armed a timer: no statement for them.
-    ...(ctx.mayHaveTimers ? [deleteTimersOf(ctx.id)] : []),
-    resultToWaiters(ctx.id, (row) => delivered.push(row)),
+    ...(ctx.mayHaveTimers ? [timerWrite.deleteOf(ctx.id)] : []),
+    waiters,
     ...extra,
   );
   let next: InvocationCtx | undefined;
@@ -72,7 +77,7 @@ export function complete(
     const set = p.waiters.get(ctx.id);
     // (Resolving runs no continuation synchronously: the set cannot change while it is iterated.)
     if (set !== undefined) for (const w of set) w(done);
-    for (const row of delivered) void p.roles.deliver(row);
+    for (const row of outboxRowsOf(waiters)) void p.roles.deliver(row);
     if (next !== undefined) void p.roles.startAttempt(next);
   });
 }

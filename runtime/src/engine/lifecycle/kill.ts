@@ -1,11 +1,11 @@
 import { InvocationId } from '../../ids/invocation-id.ts';
 import { MessageType } from '../../protocol/message-types.ts';
-import { insertOutboxRequest, type OutboxRow } from '../../storage/pg/tables/outbox.ts';
 import { InvocationAlreadyCompletedError, PartitionUnavailableError } from '../management-errors.ts';
 import * as codec from '../codec.ts';
 import { type InvocationCtx } from '../invocation.ts';
 import type { JournalEntry } from '../types.ts';
 import { type PartitionProcessor, lockKey } from '../processor.ts';
+import { outboxWrite, outboxRowsOf } from '../../storage/api.ts';
 
 /** Terminates an invocation without running anything more: it fails with 409 "killed", and so do its callees. */
 export async function kill(p: PartitionProcessor, id: InvocationId): Promise<void> {
@@ -18,17 +18,14 @@ export async function kill(p: PartitionProcessor, id: InvocationId): Promise<voi
     if (childId !== undefined) children.push(childId);
   }
   // Callees in partitions served elsewhere are killed by their owners: asked in the same write.
-  const requested: OutboxRow[] = [];
   const remote = children
     .filter((c) => !p.served.has(p.partitionOf(InvocationId.partitionKey(c))))
-    .map((c) =>
-      insertOutboxRequest(p.partitionOf(InvocationId.partitionKey(c)), c, { kind: 'kill' }, (r) => requested.push(r)),
-    );
+    .map((c) => outboxWrite.request(p.partitionOf(InvocationId.partitionKey(c)), c, { kind: 'kill' }));
   if (ctx.status === 'scheduled' || ctx.status === 'inboxed') forgetNotStarted(p, ctx);
   if (!(await p.roles.complete(ctx, { kind: 'failure', failure: { code: 409, message: 'killed' } }, {}, remote))) {
     throw new PartitionUnavailableError(id);
   }
-  for (const r of requested) void p.roles.deliver(r);
+  for (const w of remote) for (const r of outboxRowsOf(w)) void p.roles.deliver(r);
   for (const childId of children) {
     if (p.served.has(p.partitionOf(InvocationId.partitionKey(childId)))) kill(p, childId).catch(() => undefined);
   }

@@ -1,6 +1,5 @@
 import { isExpired } from '../results.ts';
 import { InvocationId } from '../../ids/invocation-id.ts';
-import { getInvocation } from '../../storage/pg/tables/invocations.ts';
 import {
   DeploymentNotFoundError,
   IncompatibleDeploymentError,
@@ -18,7 +17,7 @@ export async function managed(p: PartitionProcessor, id: InvocationId): Promise<
   if (ctx === undefined) throw new InvocationNotFoundError(id);
   if (ctx.poisoned) throw new PartitionNotServedError(ctx.partitionId);
   if (ctx.status === 'completed') {
-    const row = await getInvocation(p.deps.pool, id);
+    const row = await p.deps.storage.invocations.get(id);
     if (row === undefined || isExpired(row)) throw new InvocationNotFoundError(id);
   }
   return ctx;

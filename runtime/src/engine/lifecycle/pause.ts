@@ -1,9 +1,9 @@
 import { failureColumns } from './retry.ts';
 import { type InvocationId } from '../../ids/invocation-id.ts';
-import { updateInvocation } from '../../storage/pg/tables/invocations.ts';
 import { InvocationNotRunningError } from '../management-errors.ts';
 import { type InvocationCtx } from '../invocation.ts';
 import { type PartitionProcessor, type EngineFailure } from '../processor.ts';
+import { invocationWrite } from '../../storage/api.ts';
 
 /** Stops a running or suspended invocation until it is resumed. */
 export async function pause(p: PartitionProcessor, id: InvocationId): Promise<'paused' | 'already_paused'> {
@@ -15,7 +15,7 @@ export async function pause(p: PartitionProcessor, id: InvocationId): Promise<'p
   const attempt = ctx.attempt;
   ctx.attempt = undefined;
   attempt?.abort();
-  p.write(ctx, [updateInvocation(ctx.id, { status: 'paused', awaiting: null, nextRetryAt: null }, new Date())]);
+  p.write(ctx, [invocationWrite.update(ctx.id, { status: 'paused', awaiting: null, nextRetryAt: null }, new Date())]);
   await p.settled(ctx);
   if (ctx.poisoned) throw p.unavailable(id, ctx.partitionId);
   return 'paused';
@@ -26,6 +26,10 @@ export function pauseOnFailure(p: PartitionProcessor, ctx: InvocationCtx, failur
   ctx.attempt = undefined;
   ctx.status = 'paused';
   p.write(ctx, [
-    updateInvocation(ctx.id, { ...failureColumns(ctx, failure), status: 'paused', nextRetryAt: null }, new Date()),
+    invocationWrite.update(
+      ctx.id,
+      { ...failureColumns(ctx, failure), status: 'paused', nextRetryAt: null },
+      new Date(),
+    ),
   ]);
 }

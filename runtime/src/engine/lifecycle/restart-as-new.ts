@@ -2,9 +2,6 @@ import { isExpired } from '../results.ts';
 import { InvocationId } from '../../ids/invocation-id.ts';
 import { randomU64 } from '../../ids/ulid.ts';
 import { MessageType, isCommand } from '../../protocol/message-types.ts';
-import { newWriteOp } from '../../storage/api.ts';
-import { FencingError } from '../../storage/pg/group-commit.ts';
-import { getInvocation, type NewInvocation } from '../../storage/pg/tables/invocations.ts';
 import {
   BadManagementRequestError,
   DeploymentCannotChangeError,
@@ -18,6 +15,9 @@ import {
 import * as codec from '../codec.ts';
 import type { DeploymentChoice, JournalEntry } from '../types.ts';
 import { type PartitionProcessor, rerouteIfFenced } from '../processor.ts';
+import { newWriteBatch } from '../../storage/api.ts';
+import type { NewInvocation } from '../../storage/rows.ts';
+import { FencingError } from '../../storage/errors.ts';
 
 /**
  * Starts a new invocation (new id, same partition key) from a completed one: with its input only (`from` 0), or
@@ -30,7 +30,7 @@ export async function restartAsNew(
   from: number,
   deployment: DeploymentChoice | undefined,
 ): Promise<string> {
-  const row = await getInvocation(p.deps.pool, id);
+  const row = await p.deps.storage.invocations.get(id);
   if (row === undefined || isExpired(row)) throw new InvocationNotFoundError(id);
   if (row.status === 'scheduled' || row.status === 'inboxed') throw new InvocationNotStartedError(id, 'restarted');
   if (row.status !== 'completed') throw new InvocationStillRunningError(id);
@@ -124,13 +124,13 @@ export async function restartAsNew(
     deploymentId: pin.deploymentId,
     protocolVersion: pin.protocolVersion,
   };
-  const op = newWriteOp(row.partitionId);
-  const { stmts, ctx } = p.roles.admit(newRow, input.raw, op, now, false, () => undefined);
+  const op = newWriteBatch(row.partitionId);
+  const { writes, ctx } = p.roles.admit(newRow, input.raw, now, false);
   const runnable = newRow.status === 'invoked';
-  op.stmts.push(...stmts);
+  op.writes.push(...writes);
   for (const { index: _index, ...e } of entries) p.appendEntry(ctx, op, e, now);
   try {
-    await p.deps.committer.submit(op);
+    await p.deps.storage.submit(op);
   } catch (err) {
     p.roles.undoAdmit(ctx);
     if (err instanceof FencingError) throw rerouteIfFenced(err, row.partitionId);

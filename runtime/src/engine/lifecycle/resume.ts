@@ -1,6 +1,4 @@
 import { type InvocationId } from '../../ids/invocation-id.ts';
-import { type Stmt } from '../../storage/api.ts';
-import { updateInvocation } from '../../storage/pg/tables/invocations.ts';
 import {
   DeploymentCannotChangeError,
   InvocationCompletedCannotResumeError,
@@ -8,6 +6,7 @@ import {
 } from '../management-errors.ts';
 import type { DeploymentChoice } from '../types.ts';
 import { type PartitionProcessor } from '../processor.ts';
+import { invocationWrite, type Write } from '../../storage/api.ts';
 
 /**
  * Resumes a paused or suspended invocation (one backing off retries at once; a running one is left alone).
@@ -21,22 +20,22 @@ export async function resume(
   const ctx = await p.roles.managed(id);
   if (ctx.status === 'completed') throw new InvocationCompletedCannotResumeError(id);
   if (ctx.status === 'scheduled' || ctx.status === 'inboxed') throw new InvocationNotStartedError(id, 'resumed');
-  const stmts: Stmt[] = [];
+  const writes: Write[] = [];
   if (deployment !== undefined && deployment.kind !== 'keep') {
     if ((ctx.status !== 'paused' && ctx.status !== 'suspended') || ctx.deploymentId === null) {
       throw new DeploymentCannotChangeError(id);
     }
     const chosen = p.roles.chooseDeployment(id, ctx.serviceName, deployment, ctx.protocolVersion!, 'resume');
     ctx.deploymentId = chosen;
-    stmts.push(updateInvocation(ctx.id, { deploymentId: chosen }, new Date()));
+    writes.push(invocationWrite.update(ctx.id, { deploymentId: chosen }, new Date()));
   }
   const now = new Date();
   if (ctx.status === 'paused' || ctx.status === 'suspended') {
     ctx.status = 'invoked';
     ctx.awaiting = undefined;
-    stmts.push(updateInvocation(ctx.id, { status: 'invoked', awaiting: null, nextRetryAt: null }, now));
+    writes.push(invocationWrite.update(ctx.id, { status: 'invoked', awaiting: null, nextRetryAt: null }, now));
   }
-  if (stmts.length > 0) p.write(ctx, stmts);
+  if (writes.length > 0) p.write(ctx, writes);
   await p.settled(ctx);
   if (ctx.poisoned) throw p.unavailable(id, ctx.partitionId);
   void p.roles.startAttempt(ctx);

@@ -1,8 +1,8 @@
 import { decideRetry, effectiveRetryPolicy, type RetryDecision } from '../../invoker/retry-policy.ts';
-import { updateInvocation, type InvocationUpdate } from '../../storage/pg/tables/invocations.ts';
-import { insertTimer } from '../../storage/pg/tables/timers.ts';
 import { type InvocationCtx } from '../invocation.ts';
 import { type PartitionProcessor, type EngineFailure } from '../processor.ts';
+import { invocationWrite, timerWrite } from '../../storage/api.ts';
+import type { InvocationUpdate } from '../../storage/rows.ts';
 
 export function handleFailure(p: PartitionProcessor, ctx: InvocationCtx, failure: EngineFailure): void {
   if (ctx.poisoned || ctx.status !== 'invoked') return;
@@ -53,15 +53,12 @@ export function handleFailure(p: PartitionProcessor, ctx: InvocationCtx, failure
     kind: 'retry' as const,
     completionId: null,
   };
-  let timerId = '';
+  const timer = timerWrite.insert(t);
   ctx.mayHaveTimers = true;
   p.write(
     ctx,
-    [
-      updateInvocation(ctx.id, { ...failureColumns(ctx, failure), nextRetryAt: fireAt }, now),
-      insertTimer(t, (id) => (timerId = id)),
-    ],
-    () => p.timers.schedule({ ...t, id: timerId }, fireAt.getTime()),
+    [invocationWrite.update(ctx.id, { ...failureColumns(ctx, failure), nextRetryAt: fireAt }, now), timer],
+    () => p.timers.schedule({ ...t, id: timer.id! }, fireAt.getTime()),
   );
 }
 

@@ -1,8 +1,8 @@
-import { updateInvocation } from '../../storage/pg/tables/invocations.ts';
 import { canResume } from '../awaiting.ts';
 import type * as codec from '../codec.ts';
 import { type InvocationCtx } from '../invocation.ts';
 import { type PartitionProcessor } from '../processor.ts';
+import { invocationWrite } from '../../storage/api.ts';
 
 export async function onSuspension(
   p: PartitionProcessor,
@@ -23,7 +23,7 @@ export async function onSuspension(
   ctx.status = 'suspended';
   ctx.awaiting = awaiting;
   p.write(ctx, [
-    updateInvocation(ctx.id, { status: 'suspended', awaiting, journalLength: ctx.journal!.length }, new Date()),
+    invocationWrite.update(ctx.id, { status: 'suspended', awaiting, journalLength: ctx.journal!.length }, new Date()),
   ]);
 }
 
@@ -41,6 +41,6 @@ export async function recheckSuspended(p: PartitionProcessor, ctx: InvocationCtx
 export function resumeSuspended(p: PartitionProcessor, ctx: InvocationCtx): void {
   ctx.status = 'invoked';
   ctx.awaiting = undefined;
-  p.write(ctx, [updateInvocation(ctx.id, { status: 'invoked', awaiting: null }, new Date())]);
+  p.write(ctx, [invocationWrite.update(ctx.id, { status: 'invoked', awaiting: null }, new Date())]);
   void p.roles.startAttempt(ctx);
 }

@@ -1,32 +1,15 @@
 import pg from 'pg';
-import type { JournalRow, Stmt, WriteOp } from '../api.ts';
+import type { JournalRow, Stmt, WriteOp } from './sql.ts';
 import { ParameterError, runPipeline } from './pipeline.ts';
+import { FencingError } from '../errors.ts';
+
+export { FencingError };
 
 /** COMMIT itself failed (e.g. the connection dropped): the transaction may or may not have committed. */
 class CommitOutcomeUnknownError extends Error {
   constructor(cause: unknown) {
     super('the outcome of a commit is unknown (the connection failed during COMMIT)', { cause });
     this.name = 'CommitOutcomeUnknownError';
-  }
-}
-
-export class FencingError extends Error {
-  /**
-   * A write refused because this process does not hold a partition it writes: it did not happen (the lease guard is the
-   * transaction's first statement, so nothing after it committed), and sending the request to the owner is safe.
-   * @param unsent refused by this process before anything was sent (the partition was given up or re-taken since the
-   *   write was made), rather than by the lease guard in the database.
-   */
-  constructor(
-    readonly partitions: readonly number[],
-    readonly unsent = false,
-  ) {
-    super(
-      unsent
-        ? `partition(s) ${partitions.join(', ')} are not held by this process (given up or being recovered)`
-        : `lost the lease of partition(s) ${partitions.join(', ')}; another process owns them now`,
-    );
-    this.name = 'FencingError';
   }
 }
 

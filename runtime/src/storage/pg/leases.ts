@@ -1,6 +1,9 @@
 import type pg from 'pg';
-import type { Stmt } from '../api.ts';
+import type { Stmt } from './sql.ts';
 import { FencingError, LEASE_LOST, type Fencing } from './group-commit.ts';
+import { partitionFor } from '../../ids/partition-key.ts';
+
+export { partitionFor };
 
 export interface LeaseOptions {
   node: string;
@@ -255,9 +258,4 @@ export class PartitionLeases implements Fencing {
     }
     return { ids, epochs };
   }
-}
-
-/** Restate splits the u64 partition-key space into equal ranges, one per partition. */
-export function partitionFor(partitionKey: bigint, partitions: number): number {
-  return Number((partitionKey * BigInt(partitions)) >> 64n);
 }

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { serialize } from 'pg-protocol';
-import type { Stmt } from '../api.ts';
+import type { Stmt } from './sql.ts';
 
 /** What a submitted query uses of node-postgres's connection: its socket. */
 interface Connection {

@@ -1,49 +1,12 @@
 import type pg from 'pg';
-import type { Stmt } from '../../api.ts';
+import type { Stmt } from '../sql.ts';
 import { MessageType } from '../../../protocol/message-types.ts';
 import { i64ToU64, u64ToI64 } from '../pool.ts';
+import type { InvocationStatus, InvocationRow, NewInvocation, InvocationUpdate } from '../../rows.ts';
+
+export type { InvocationStatus, InvocationRow, NewInvocation, InvocationUpdate };
 
 const INPUT_COMMAND = MessageType.InputCommand;
-
-export type InvocationStatus = 'scheduled' | 'inboxed' | 'invoked' | 'suspended' | 'paused' | 'completed';
-
-/** The persisted invocation status row, as the engine reads it back. */
-export interface InvocationRow {
-  id: string;
-  partitionKey: bigint;
-  partitionId: number;
-  serviceName: string;
-  serviceKey: string | null;
-  handlerName: string;
-  serviceTy: string;
-  handlerTy: string | null;
-  status: InvocationStatus;
-  deploymentId: string | null;
-  protocolVersion: number | null;
-  idempotencyKey: string | null;
-  invokedBy: string;
-  invokedById: string | null;
-  invokedByTarget: string | null;
-  randomSeed: bigint;
-  journalLength: number;
-  retryCount: number;
-  retryCountSinceAppend: number;
-  lastAppendAt: Date | null;
-  awaiting: unknown;
-  inboxSeq: bigint | null;
-  createdAt: Date;
-  scheduledStartAt: Date | null;
-  completedAt: Date | null;
-  completionRetentionMs: number | null;
-  journalRetentionMs: number | null;
-  resultKind: 'success' | 'failure' | null;
-  output: Buffer | null;
-  failureCode: number | null;
-  failureMessage: string | null;
-  failureMetadata: Record<string, string> | null;
-  /** When the retained result is purged (completed invocations only). */
-  expiresAt: Date | null;
-}
 
 const COLUMNS = `id, partition_key::text, partition_id, service_name, service_key, handler_name, service_ty, handler_ty, status,
   deployment_id, protocol_version, idempotency_key, invoked_by, invoked_by_id, invoked_by_target, random_seed::text,
@@ -118,35 +81,6 @@ export async function listActiveInvocations(db: pg.Pool, partitions: number[]): 
   return (res.rows as Record<string, unknown>[]).map(toRow);
 }
 
-export interface NewInvocation {
-  id: string;
-  partitionKey: bigint;
-  partitionId: number;
-  serviceName: string;
-  serviceKey: string | null;
-  handlerName: string;
-  serviceTy: string;
-  handlerTy: string | null;
-  status: InvocationStatus;
-  idempotencyKey: string | null;
-  invokedBy: string;
-  invokedById: string | null;
-  invokedByTarget: string | null;
-  randomSeed: bigint;
-  journalLength: number;
-  inboxSeq: boolean;
-  createdAt: Date;
-  scheduledStartAt: Date | null;
-  completionRetentionMs: number | null;
-  journalRetentionMs: number | null;
-  /** restart-as-new: the invocation this one was restarted from, and the pin it starts with. */
-  restartedFrom?: string | null;
-  deploymentId?: string | null;
-  protocolVersion?: number | null;
-  /** Set when the first attempt is recorded with the insert (pinned deployment, last_start_at and running_at). */
-  attemptStartAt?: Date | null;
-}
-
 const INSERT_INVOCATION = `WITH ins AS (
              INSERT INTO ratchet.invocation (id, partition_key, partition_id, service_name, service_key, handler_name,
                service_ty, handler_ty, status, idempotency_key, invoked_by, invoked_by_id, invoked_by_target, random_seed,
@@ -200,36 +134,6 @@ export function insertInvocation(
     ],
     ...(onInserted === undefined ? {} : { onResult: (rows) => onInserted(rows.length > 0) }),
   };
-}
-
-/** Columns the engine changes as an invocation progresses; undefined leaves a column untouched. */
-export interface InvocationUpdate {
-  status?: InvocationStatus;
-  deploymentId?: string | null;
-  protocolVersion?: number | null;
-  journalLength?: number;
-  retryCount?: number;
-  retryCountSinceAppend?: number;
-  lastAppendAt?: Date | null;
-  nextRetryAt?: Date | null;
-  lastFailure?: string | null;
-  lastFailureCode?: string | null;
-  lastFailureRelatedCommandIndex?: number | null;
-  lastFailureRelatedCommandName?: string | null;
-  lastFailureRelatedCommandType?: string | null;
-  lastAttemptDeploymentId?: string | null;
-  lastStartAt?: Date | null;
-  awaiting?: unknown;
-  inboxSeq?: null;
-  runningAt?: Date | null;
-  completedAt?: Date | null;
-  resultKind?: 'success' | 'failure' | null;
-  output?: Uint8Array | null;
-  failureCode?: number | null;
-  failureMessage?: string | null;
-  failureMetadata?: Record<string, string> | null;
-  expiresAt?: Date | null;
-  journalExpiresAt?: Date | null;
 }
 
 const UPDATE_COLUMNS: Record<keyof InvocationUpdate, string> = {

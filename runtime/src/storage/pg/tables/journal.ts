@@ -1,13 +1,7 @@
 import type pg from 'pg';
+import type { StoredEntry } from '../../rows.ts';
 
-export interface StoredEntry {
-  index: number;
-  entryType: number;
-  completionId: number | null;
-  signalIdx: number | null;
-  signalName: string | null;
-  raw: Buffer;
-}
+export type { StoredEntry };
 
 export async function loadJournal(db: pg.Pool | pg.ClientBase, invocationId: string): Promise<StoredEntry[]> {
   const res = await db.query({

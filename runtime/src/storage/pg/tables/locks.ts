@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { Stmt } from '../../api.ts';
+import type { Stmt } from '../sql.ts';
 
 export function takeLock(service: string, key: string, invocationId: string): Stmt {
   return {

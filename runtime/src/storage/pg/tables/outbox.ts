@@ -1,44 +1,8 @@
 import type pg from 'pg';
-import type { Stmt } from '../../api.ts';
+import type { Stmt } from '../sql.ts';
+import type { OutboxRow, OutboxRequest } from '../../rows.ts';
 
-/**
- * A notification on its way to another invocation. Either `raw` holds the notification payload, or
- * `sourceInvocationId` names a completed invocation whose result becomes the payload (call completions).
- */
-export interface OutboxRow {
-  seq: string;
-  partitionId: number;
-  targetInvocationId: string;
-  entryType: number;
-  completionId: number | null;
-  signalIdx: number | null;
-  signalName: string | null;
-  sourceInvocationId: string | null;
-  /** The promise whose state becomes the payload (GetPromise / PeekPromise answers). */
-  sourcePromise?: { service: string; key: string; name: string } | undefined;
-  raw: Buffer | null;
-  /** Work for the target partition's owner other than a notification (see `OutboxRequest`); entry type 0. */
-  request?: OutboxRequest | undefined;
-}
-
-/**
- * What a node asks of another partition's owner through the outbox: admit an invocation a call or send created (and,
- * for a call, send the caller its result), or kill an invocation whose caller was killed.
- */
-export type OutboxRequest =
-  | {
-      kind: 'invoke';
-      /** The new invocation's row (`NewInvocation` in JSON: bigint and dates as strings, the input in base64). */
-      invocation: Record<string, unknown>;
-      input: string;
-      /** A call: the caller waits for the result under this completion id. */
-      caller?: { id: string; partition: number; completionId: number; entryType: number } | undefined;
-      /** A call of a workflow's run: a second one fails (409) instead of joining the first. */
-      workflowRun?: boolean | undefined;
-      /** The id was derived (idempotency or workflow key): it may exist already. */
-      deterministic: boolean;
-    }
-  | { kind: 'kill' };
+export type { OutboxRow, OutboxRequest };
 
 export const OUTBOX_COLUMNS = `seq::text, partition_id, target_invocation_id, entry_type, completion_id, signal_idx,
   signal_name, source_invocation_id, source_promise_service, source_promise_key, source_promise_name, raw, request`;

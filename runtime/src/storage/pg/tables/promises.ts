@@ -1,26 +1,16 @@
 import type pg from 'pg';
-import type { Stmt } from '../../api.ts';
+import type { Stmt } from '../sql.ts';
 import { u64ToI64 } from '../pool.ts';
 import { OUTBOX_COLUMNS, toOutboxRow, type OutboxRow } from './outbox.ts';
+import type { PromiseRef, PromiseRow } from '../../rows.ts';
+
+export type { PromiseRef, PromiseRow };
 
 /**
  * Durable promises of workflow keys. Every invocation of one workflow key lives in the same partition, so their
  * promise commands are serialized by that partition's single writer; the statements below still do each check and
  * its effect in one statement.
  */
-
-export interface PromiseRef {
-  service: string;
-  key: string;
-  name: string;
-}
-
-export interface PromiseRow {
-  resultKind: 'success' | 'failure';
-  value: Buffer | null;
-  failureCode: number | null;
-  failureMessage: string | null;
-}
 
 /**
  * GetPromise: a completed promise is answered at once through the outbox (rendered from the promise when

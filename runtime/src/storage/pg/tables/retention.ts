@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { Stmt } from '../../api.ts';
+import type { Stmt } from '../sql.ts';
 
 /**
  * Removing what retention no longer covers. A completed invocation keeps its result until `expires_at` (idempotency

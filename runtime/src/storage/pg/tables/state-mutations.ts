@@ -1,20 +1,13 @@
 import type pg from 'pg';
-import type { Stmt } from '../../api.ts';
+import type { Stmt } from '../sql.ts';
+import type { StateMutationRow } from '../../rows.ts';
+
+export type { StateMutationRow };
 
 /**
  * State replacements requested through the admin API (`POST /services/{s}/state`). One that finds its key busy waits
  * in the key's inbox (it shares the inbox sequence with invocations) and is applied when its turn comes.
  */
-
-export interface StateMutationRow {
-  id: string;
-  partitionId: number;
-  service: string;
-  key: string;
-  version: string | null;
-  entries: { key: Buffer; value: Buffer }[];
-  inboxSeq: bigint;
-}
 
 /** `m.id` is chosen by the caller (a UUID), so the mutation can be named before its insert committed. */
 export function insertStateMutation(m: Omit<StateMutationRow, 'inboxSeq'>): Stmt {

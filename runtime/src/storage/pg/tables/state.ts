@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { Stmt } from '../../api.ts';
+import type { Stmt } from '../sql.ts';
 import { u64ToI64 } from '../pool.ts';
 
 export async function loadState(

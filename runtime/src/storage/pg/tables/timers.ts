@@ -1,16 +1,8 @@
 import type pg from 'pg';
-import type { Stmt } from '../../api.ts';
+import type { Stmt } from '../sql.ts';
+import type { TimerKind, TimerRow } from '../../rows.ts';
 
-export type TimerKind = 'sleep' | 'retry' | 'start';
-
-export interface TimerRow {
-  id: string;
-  partitionId: number;
-  fireAt: Date;
-  invocationId: string;
-  kind: TimerKind;
-  completionId: number | null;
-}
+export type { TimerKind, TimerRow };
 
 export function insertTimer(t: Omit<TimerRow, 'id'>, onId: (id: string) => void): Stmt {
   return {

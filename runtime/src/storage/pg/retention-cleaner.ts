@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
-import type { PartitionLeases } from '../storage/pg/leases.ts';
-import { dropExpiredJournals, purgeExpired } from '../storage/pg/tables/retention.ts';
+import type { PartitionLeases } from './leases.ts';
+import { dropExpiredJournals, purgeExpired } from './tables/retention.ts';
 
 export interface RetentionCleanerOptions {
   intervalMs: number;

@@ -1,0 +1,215 @@
+/**
+ * The rows of the invocation-state tables as the engine reads and writes them, independent of the database: the
+ * PostgreSQL tables (storage/pg/tables) and the in-memory store both speak these.
+ */
+
+export type InvocationStatus = 'scheduled' | 'inboxed' | 'invoked' | 'suspended' | 'paused' | 'completed';
+
+/** The persisted invocation status row, as the engine reads it back. */
+export interface InvocationRow {
+  id: string;
+  partitionKey: bigint;
+  partitionId: number;
+  serviceName: string;
+  serviceKey: string | null;
+  handlerName: string;
+  serviceTy: string;
+  handlerTy: string | null;
+  status: InvocationStatus;
+  deploymentId: string | null;
+  protocolVersion: number | null;
+  idempotencyKey: string | null;
+  invokedBy: string;
+  invokedById: string | null;
+  invokedByTarget: string | null;
+  randomSeed: bigint;
+  journalLength: number;
+  retryCount: number;
+  retryCountSinceAppend: number;
+  lastAppendAt: Date | null;
+  awaiting: unknown;
+  inboxSeq: bigint | null;
+  createdAt: Date;
+  scheduledStartAt: Date | null;
+  completedAt: Date | null;
+  completionRetentionMs: number | null;
+  journalRetentionMs: number | null;
+  resultKind: 'success' | 'failure' | null;
+  output: Buffer | null;
+  failureCode: number | null;
+  failureMessage: string | null;
+  failureMetadata: Record<string, string> | null;
+  /** When the retained result is purged (completed invocations only). */
+  expiresAt: Date | null;
+}
+
+export interface NewInvocation {
+  id: string;
+  partitionKey: bigint;
+  partitionId: number;
+  serviceName: string;
+  serviceKey: string | null;
+  handlerName: string;
+  serviceTy: string;
+  handlerTy: string | null;
+  status: InvocationStatus;
+  idempotencyKey: string | null;
+  invokedBy: string;
+  invokedById: string | null;
+  invokedByTarget: string | null;
+  randomSeed: bigint;
+  journalLength: number;
+  inboxSeq: boolean;
+  createdAt: Date;
+  scheduledStartAt: Date | null;
+  completionRetentionMs: number | null;
+  journalRetentionMs: number | null;
+  /** restart-as-new: the invocation this one was restarted from, and the pin it starts with. */
+  restartedFrom?: string | null;
+  deploymentId?: string | null;
+  protocolVersion?: number | null;
+  /** Set when the first attempt is recorded with the insert (pinned deployment, last_start_at and running_at). */
+  attemptStartAt?: Date | null;
+}
+
+/** Columns the engine changes as an invocation progresses; undefined leaves a column untouched. */
+export interface InvocationUpdate {
+  status?: InvocationStatus;
+  deploymentId?: string | null;
+  protocolVersion?: number | null;
+  journalLength?: number;
+  retryCount?: number;
+  retryCountSinceAppend?: number;
+  lastAppendAt?: Date | null;
+  nextRetryAt?: Date | null;
+  lastFailure?: string | null;
+  lastFailureCode?: string | null;
+  lastFailureRelatedCommandIndex?: number | null;
+  lastFailureRelatedCommandName?: string | null;
+  lastFailureRelatedCommandType?: string | null;
+  lastAttemptDeploymentId?: string | null;
+  lastStartAt?: Date | null;
+  awaiting?: unknown;
+  inboxSeq?: null;
+  runningAt?: Date | null;
+  completedAt?: Date | null;
+  resultKind?: 'success' | 'failure' | null;
+  output?: Uint8Array | null;
+  failureCode?: number | null;
+  failureMessage?: string | null;
+  failureMetadata?: Record<string, string> | null;
+  expiresAt?: Date | null;
+  journalExpiresAt?: Date | null;
+}
+
+export interface StoredEntry {
+  index: number;
+  entryType: number;
+  completionId: number | null;
+  signalIdx: number | null;
+  signalName: string | null;
+  raw: Buffer;
+}
+
+export type TimerKind = 'sleep' | 'retry' | 'start';
+
+export interface TimerRow {
+  id: string;
+  partitionId: number;
+  fireAt: Date;
+  invocationId: string;
+  kind: TimerKind;
+  completionId: number | null;
+}
+
+/**
+ * A notification on its way to another invocation. Either `raw` holds the notification payload, or
+ * `sourceInvocationId` names a completed invocation whose result becomes the payload (call completions).
+ */
+export interface OutboxRow {
+  seq: string;
+  partitionId: number;
+  targetInvocationId: string;
+  entryType: number;
+  completionId: number | null;
+  signalIdx: number | null;
+  signalName: string | null;
+  sourceInvocationId: string | null;
+  /** The promise whose state becomes the payload (GetPromise / PeekPromise answers). */
+  sourcePromise?: { service: string; key: string; name: string } | undefined;
+  raw: Buffer | null;
+  /** Work for the target partition's owner other than a notification (see `OutboxRequest`); entry type 0. */
+  request?: OutboxRequest | undefined;
+}
+
+/**
+ * What a node asks of another partition's owner through the outbox: admit an invocation a call or send created (and,
+ * for a call, send the caller its result), or kill an invocation whose caller was killed.
+ */
+export type OutboxRequest =
+  | {
+      kind: 'invoke';
+      /** The new invocation's row (`NewInvocation` in JSON: bigint and dates as strings, the input in base64). */
+      invocation: Record<string, unknown>;
+      input: string;
+      /** A call: the caller waits for the result under this completion id. */
+      caller?: { id: string; partition: number; completionId: number; entryType: number } | undefined;
+      /** A call of a workflow's run: a second one fails (409) instead of joining the first. */
+      workflowRun?: boolean | undefined;
+      /** The id was derived (idempotency or workflow key): it may exist already. */
+      deterministic: boolean;
+    }
+  | { kind: 'kill' };
+
+export interface StateMutationRow {
+  id: string;
+  partitionId: number;
+  service: string;
+  key: string;
+  version: string | null;
+  entries: { key: Buffer; value: Buffer }[];
+  inboxSeq: bigint;
+}
+
+export interface PromiseRef {
+  service: string;
+  key: string;
+  name: string;
+}
+
+export interface PromiseRow {
+  resultKind: 'success' | 'failure';
+  value: Buffer | null;
+  failureCode: number | null;
+  failureMessage: string | null;
+}
+
+/** A virtual-object or workflow key's exclusive lock. */
+export interface LockRow {
+  service: string;
+  key: string;
+  invocationId: string;
+}
+
+/** One state entry of a key. */
+export interface StateEntryRow {
+  key: Buffer;
+  value: Buffer;
+}
+
+/** One journal entry as written (with the columns introspection shows). */
+export interface JournalRow {
+  invocationId: string;
+  index: number;
+  entryType: number;
+  completionId?: number | undefined;
+  signalIdx?: number | undefined;
+  signalName?: string | undefined;
+  name?: string | undefined;
+  raw: Uint8Array;
+  appendedAt: Date;
+  invokedId?: string | undefined;
+  invokedTarget?: string | undefined;
+  sleepWakeupAt?: Date | undefined;
+  promiseName?: string | undefined;
+}
