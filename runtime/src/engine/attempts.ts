@@ -1,3 +1,4 @@
+import { LOG_FIELDS } from '../telemetry/logger.ts';
 import { InvocationId } from '../ids/invocation-id.ts';
 import { runEffects } from './effects.ts';
 import { negotiateProtocolVersion } from '../protocol/version.ts';
@@ -83,8 +84,8 @@ export async function startAttempt(p: PartitionProcessor, ctx: InvocationCtx): P
     void runEffects(p, ctx, attempt);
   } catch (err) {
     if (p.deps.storage.isUnavailable(err))
-      p.log.warn({ err, 'service.invocation.id': ctx.id }, 'could not start an attempt');
-    else p.log.error({ err, 'service.invocation.id': ctx.id }, 'could not start an attempt');
+      p.log.warn({ err, [LOG_FIELDS.invocationId]: ctx.id }, 'could not start an attempt');
+    else p.log.error({ err, [LOG_FIELDS.invocationId]: ctx.id }, 'could not start an attempt');
     p.poison(ctx);
   } finally {
     ctx.starting = false;

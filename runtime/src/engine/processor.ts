@@ -1,3 +1,4 @@
+import { LOG_FIELDS } from '../telemetry/logger.ts';
 import type { Logger } from 'pino';
 import type { ErrorCode } from '../errors/codes.ts';
 import type { InvocationId } from '../ids/invocation-id.ts';
@@ -194,10 +195,10 @@ export class PartitionProcessor {
             // The partition is recovered from PostgreSQL (see poison); refused writes of a partition given up are
             // expected, anything else is worth a warning (a database outage logs one per failed write).
             if (err instanceof FencingError && err.unsent) {
-              this.log.debug({ err, 'service.invocation.id': ctx.id }, 'write refused: the partition moved');
+              this.log.debug({ err, [LOG_FIELDS.invocationId]: ctx.id }, 'write refused: the partition moved');
             } else {
               this.log.warn(
-                { err, 'service.invocation.id': ctx.id },
+                { err, [LOG_FIELDS.invocationId]: ctx.id },
                 'write failed; the invocation is recovered from PostgreSQL',
               );
             }

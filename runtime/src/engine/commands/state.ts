@@ -1,3 +1,4 @@
+import { LOG_FIELDS } from '../../telemetry/logger.ts';
 import { MessageType } from '../../protocol/message-types.ts';
 import { type StateChange } from '../state-cache.ts';
 import * as codec from '../codec.ts';
@@ -106,7 +107,7 @@ export async function answerLazyState(
     }
     await p.roles.appendNotification(ctx, { type, raw, completionId, success: true }, []);
   } catch (err) {
-    p.log.warn({ err, 'service.invocation.id': ctx.id }, 'could not answer a lazy state read');
+    p.log.warn({ err, [LOG_FIELDS.invocationId]: ctx.id }, 'could not answer a lazy state read');
     p.poison(ctx);
   }
 }

@@ -1,3 +1,4 @@
+import { LOG_FIELDS } from '../../telemetry/logger.ts';
 import { isExpired } from '../results.ts';
 import { type InvocationId } from '../../ids/invocation-id.ts';
 import {
@@ -44,7 +45,7 @@ export async function submitOrUnavailable(
     await p.submitWrites(partition, writes);
   } catch (err) {
     if (err instanceof FencingError) throw rerouteIfFenced(err, partition);
-    p.log.warn({ err, 'service.invocation.id': id }, 'management write failed');
+    p.log.warn({ err, [LOG_FIELDS.invocationId]: id }, 'management write failed');
     throw new PartitionUnavailableError(id);
   }
 }

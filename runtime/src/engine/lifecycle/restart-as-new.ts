@@ -1,3 +1,4 @@
+import { LOG_FIELDS } from '../../telemetry/logger.ts';
 import { isExpired } from '../results.ts';
 import { InvocationId } from '../../ids/invocation-id.ts';
 import { randomU64 } from '../../ids/ulid.ts';
@@ -134,7 +135,7 @@ export async function restartAsNew(
   } catch (err) {
     p.roles.undoAdmit(ctx);
     if (err instanceof FencingError) throw rerouteIfFenced(err, row.partitionId);
-    p.log.warn({ err, 'service.invocation.id': id }, 'restart-as-new could not be stored');
+    p.log.warn({ err, [LOG_FIELDS.invocationId]: id }, 'restart-as-new could not be stored');
     throw new PartitionUnavailableError(id);
   }
   p.deps.metrics.invocationsAccepted.inc({ invoked_by: 'restart_as_new' });

@@ -1,3 +1,4 @@
+import { LOG_FIELDS } from '../../telemetry/logger.ts';
 import { decideRetry, effectiveRetryPolicy, type RetryDecision } from '../../invoker/retry-policy.ts';
 import { type InvocationCtx } from '../invocation.ts';
 import { type PartitionProcessor, type EngineFailure } from '../processor.ts';
@@ -27,7 +28,7 @@ export function handleFailure(p: PartitionProcessor, ctx: InvocationCtx, failure
     decision = decideRetry(policy, ctx.policyAttempts, failure.retryAfterMs);
   }
   p.log.warn(
-    { 'service.invocation.id': ctx.id, code: failure.rtCode, attempt: ctx.retryCount, err: failure.message },
+    { [LOG_FIELDS.invocationId]: ctx.id, code: failure.rtCode, attempt: ctx.retryCount, err: failure.message },
     `[${failure.rtCode}] invocation attempt failed`,
   );
   if (decision.kind === 'exhausted') {

@@ -1,3 +1,4 @@
+import { LOG_FIELDS } from '../../telemetry/logger.ts';
 import { canResume } from '../awaiting.ts';
 import type * as codec from '../codec.ts';
 import { type InvocationCtx } from '../invocation.ts';
@@ -31,7 +32,7 @@ export async function recheckSuspended(p: PartitionProcessor, ctx: InvocationCtx
   try {
     await ctx.ensureJournal(() => p.loadEntries(ctx.id));
   } catch (err) {
-    p.log.warn({ err, 'service.invocation.id': ctx.id }, 'could not read a suspended invocation');
+    p.log.warn({ err, [LOG_FIELDS.invocationId]: ctx.id }, 'could not read a suspended invocation');
     p.poison(ctx);
     return;
   }
