@@ -203,7 +203,7 @@ export function admit(
   ctx.insertPending = !random;
   if (row.status === 'scheduled') {
     // Armed in memory once the insert committed (see afterAdmit).
-    ctx.pendingTimer = onlyIfInserted(
+    const startTimer = onlyIfInserted(
       timerWrite.insert({
         partitionId: row.partitionId,
         fireAt: row.scheduledStartAt!,
@@ -213,7 +213,8 @@ export function admit(
       }),
       insert,
     );
-    writes.push(ctx.pendingTimer);
+    ctx.toScheduled(startTimer);
+    writes.push(startTimer);
   } else if (row.status === 'inboxed') {
     p.keys.queue(lk!).push(row.id);
   } else if (lk !== undefined) {
@@ -254,10 +255,10 @@ export function admitConfirmed(p: PartitionProcessor, ctx: InvocationCtx): void 
  */
 export function afterAdmit(p: PartitionProcessor, ctx: InvocationCtx, admittedRunnable: boolean): void {
   admitConfirmed(p, ctx);
-  const timer = ctx.pendingTimer;
-  if (timer !== undefined) {
-    ctx.pendingTimer = undefined;
-    if (timer.id !== undefined) p.timers.schedule({ ...timer.timer, id: timer.id }, timer.timer.fireAt.getTime());
+  if (ctx.phase.status === 'scheduled') {
+    const timer = ctx.phase.startTimer;
+    ctx.phase.startTimer = undefined;
+    if (timer?.id !== undefined) p.timers.schedule({ ...timer.timer, id: timer.id }, timer.timer.fireAt.getTime());
   }
   if (admittedRunnable && ctx.status === 'invoked') void p.roles.startAttempt(ctx);
 }

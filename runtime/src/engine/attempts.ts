@@ -61,10 +61,7 @@ export async function startAttempt(p: PartitionProcessor, ctx: InvocationCtx): P
         handler?.inactivityTimeoutMs ?? service?.overrides.inactivityTimeoutMs ?? service?.schema.inactivityTimeoutMs,
       abortTimeoutMs: handler?.abortTimeoutMs ?? service?.overrides.abortTimeoutMs ?? service?.schema.abortTimeoutMs,
     });
-    ctx.attempt = attempt;
-    ctx.attemptSnapshot = journal.length;
-    ctx.fromSdk.clear();
-    ctx.awaiting = undefined;
+    ctx.attemptStarted(attempt, journal.length);
     const now = new Date();
     const pinUpdate = ctx.pinUnsaved;
     ctx.pinUnsaved = false;

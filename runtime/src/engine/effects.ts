@@ -20,12 +20,12 @@ export async function runEffects(p: PartitionProcessor, ctx: InvocationCtx, atte
 
 function onEffect(p: PartitionProcessor, ctx: InvocationCtx, attempt: AttemptHandle, effect: Effect): void {
   if (effect.kind === 'failed') {
-    ctx.attempt = undefined;
+    ctx.attemptEnded();
     p.roles.handleFailure(ctx, effect.error);
     return;
   }
   if (effect.kind === 'end') {
-    ctx.attempt = undefined;
+    ctx.attemptEnded();
     onEnd(p, ctx);
     return;
   }
@@ -42,7 +42,7 @@ function onEffect(p: PartitionProcessor, ctx: InvocationCtx, attempt: AttemptHan
         const tree = codec.awaitingOn(frame.payload);
         if (treeDepth(tree) > p.options.maxAwaitedFutureDepth) {
           attempt.markTerminal();
-          ctx.attempt = undefined;
+          ctx.attemptEnded();
           p.roles.pauseOnFailure(ctx, {
             code: 500,
             rtCode: 'RT0025',
@@ -52,11 +52,11 @@ function onEffect(p: PartitionProcessor, ctx: InvocationCtx, attempt: AttemptHan
         return;
       }
       case 'suspended':
-        ctx.attempt = undefined;
+        ctx.attemptEnded();
         void p.roles.onSuspension(ctx, codec.suspension(frame.payload));
         return;
       case 'error':
-        ctx.attempt = undefined;
+        ctx.attemptEnded();
         onSdkError(p, ctx, codec.error(frame.payload));
         return;
     }
@@ -72,7 +72,7 @@ export function protocolViolation(
   message: string,
 ): void {
   attempt.abort();
-  if (ctx.attempt === attempt) ctx.attempt = undefined;
+  if (ctx.attempt === attempt) ctx.attemptEnded();
   p.roles.handleFailure(ctx, { code: 571, rtCode: 'RT0012', message });
 }
 

@@ -57,7 +57,7 @@ export function handOver(
     return undefined;
   }
   p.keys.locks.set(lk, next.id);
-  next.status = 'invoked';
+  next.toInvoked();
   // It starts as soon as `op` commits: its pin and attempt start go into this update, as for an invocation
   // admitted runnable (startAttempt then writes no start update for this attempt).
   const started: InvocationUpdate = {};

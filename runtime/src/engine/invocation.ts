@@ -5,6 +5,39 @@ import { type InsertTimer } from '../storage/api.ts';
 import type { InvocationRow, InvocationStatus } from '../storage/rows.ts';
 
 /**
+ * What an invocation is doing, with what exists only then: an attempt only while invoked, what it awaits only while
+ * suspended, its inbox position only while inboxed, its start timer only while scheduled. A status change replaces
+ * the phase, so nothing of the previous one survives it.
+ */
+export type Phase =
+  | {
+      readonly status: 'scheduled';
+      /** Created with the invocation; armed once that commit is durable. */ startTimer: InsertTimer | undefined;
+    }
+  | {
+      readonly status: 'inboxed';
+      /** As stored; undefined for one queued in memory since. */ readonly inboxSeq: bigint | undefined;
+    }
+  | Running
+  | {
+      readonly status: 'suspended';
+      /** As stored (undefined: nothing recorded, only resume() wakes it). */ readonly awaiting:
+        AwaitingTree | undefined;
+    }
+  | { readonly status: 'paused' }
+  | { readonly status: 'completed' };
+
+/** The phase of a running invocation: the attempt in flight (none between attempts, e.g. while backing off). */
+export interface Running {
+  readonly status: 'invoked';
+  attempt: AttemptHandle | undefined;
+  /** Entries [0, attemptSnapshot) were sent in the current attempt's Start. */
+  attemptSnapshot: number;
+  /** Indexes of entries the SDK itself sent in the current attempt (never echoed back). */
+  fromSdk: Set<number>;
+}
+
+/**
  * The owner's in-memory view of one invocation that is not completed. It runs ahead of the database by at most
  * the writes queued in the group committer; `lastWrite` settles when all of them are durable.
  */
@@ -19,7 +52,8 @@ export class InvocationCtx implements NotificationIndex {
   readonly handlerTy: string | null;
   readonly randomSeed: bigint;
   readonly idempotencyKey: string | null;
-  status: InvocationStatus;
+  /** What it is doing now; change it only through the transitions below (`toInvoked`, `toSuspended`…). */
+  phase: Phase;
   deploymentId: string | null;
   protocolVersion: number | null;
   /** The pin was chosen in memory but not written yet; it is written with the next attempt-start update. */
@@ -41,8 +75,6 @@ export class InvocationCtx implements NotificationIndex {
   policyAttempts: number;
   retrySinceAppend: number;
   lastAppendAt: number;
-  awaiting: AwaitingTree | undefined;
-  inboxSeq: bigint | undefined;
   completionRetentionMs: number | null;
   journalRetentionMs: number | null;
 
@@ -55,16 +87,10 @@ export class InvocationCtx implements NotificationIndex {
   /** The Output command of the current journal, once the SDK sent it. */
   output: Outcome | undefined;
 
-  attempt: AttemptHandle | undefined;
-  /** Entries [0, attemptSnapshot) were sent in the current attempt's Start. */
-  attemptSnapshot = 0;
-  /** Indexes of entries the SDK itself sent in the current attempt (never echoed back). */
-  readonly fromSdk = new Set<number>();
+  /** startAttempt is preparing an attempt (reading the journal or state): a second call does nothing. */
   starting = false;
   /** False only while this process knows no timer row exists for it (created here, never armed one). */
   mayHaveTimers = true;
-  /** A start timer created with the invocation, scheduled in memory once that commit is durable. */
-  pendingTimer: InsertTimer | undefined;
   lastWrite: Promise<void> = Promise.resolve();
   /** Set when a write failed: memory may be ahead of the database, so this object must be dropped and reloaded. */
   poisoned = false;
@@ -80,17 +106,73 @@ export class InvocationCtx implements NotificationIndex {
     this.handlerTy = row.handlerTy;
     this.randomSeed = row.randomSeed;
     this.idempotencyKey = row.idempotencyKey;
-    this.status = row.status;
+    this.phase = phaseOf(row);
     this.deploymentId = row.deploymentId;
     this.protocolVersion = row.protocolVersion;
     this.retryCount = row.retryCount;
     this.policyAttempts = row.retryCount;
     this.retrySinceAppend = row.retryCountSinceAppend;
     this.lastAppendAt = (row.lastAppendAt ?? row.createdAt).getTime();
-    this.awaiting = (row.awaiting ?? undefined) as AwaitingTree | undefined;
-    this.inboxSeq = row.inboxSeq ?? undefined;
     this.completionRetentionMs = row.completionRetentionMs;
     this.journalRetentionMs = row.journalRetentionMs;
+  }
+
+  get status(): InvocationStatus {
+    return this.phase.status;
+  }
+
+  /** The running phase, or undefined when it is not running. */
+  get running(): Running | undefined {
+    return this.phase.status === 'invoked' ? this.phase : undefined;
+  }
+
+  /** The attempt in flight (only while running). */
+  get attempt(): AttemptHandle | undefined {
+    return this.phase.status === 'invoked' ? this.phase.attempt : undefined;
+  }
+
+  /** What a suspended invocation awaits. */
+  get awaiting(): AwaitingTree | undefined {
+    return this.phase.status === 'suspended' ? this.phase.awaiting : undefined;
+  }
+
+  toScheduled(startTimer: InsertTimer | undefined): void {
+    this.phase = { status: 'scheduled', startTimer };
+  }
+
+  toInboxed(): void {
+    this.phase = { status: 'inboxed', inboxSeq: undefined };
+  }
+
+  /** Running, between attempts (a running invocation stays as it is). */
+  toInvoked(): void {
+    if (this.phase.status !== 'invoked')
+      this.phase = { status: 'invoked', attempt: undefined, attemptSnapshot: 0, fromSdk: new Set() };
+  }
+
+  toSuspended(awaiting: AwaitingTree): void {
+    this.phase = { status: 'suspended', awaiting };
+  }
+
+  toPaused(): void {
+    this.phase = { status: 'paused' };
+  }
+
+  toCompleted(): void {
+    this.phase = { status: 'completed' };
+  }
+
+  /** A new attempt runs with entries [0, snapshot) in its Start. Only while running. */
+  attemptStarted(attempt: AttemptHandle, snapshot: number): void {
+    if (this.phase.status !== 'invoked') throw new Error(`an attempt of ${this.id} started while ${this.phase.status}`);
+    this.phase.attempt = attempt;
+    this.phase.attemptSnapshot = snapshot;
+    this.phase.fromSdk = new Set();
+  }
+
+  /** The attempt in flight ended (or was given up); the invocation keeps its status. */
+  attemptEnded(): void {
+    if (this.phase.status === 'invoked') this.phase.attempt = undefined;
   }
 
   get target(): string {
@@ -163,5 +245,22 @@ export class InvocationCtx implements NotificationIndex {
     const next = this.lastWrite.then(() => write);
     this.lastWrite = next.catch(() => undefined);
     return next;
+  }
+}
+
+function phaseOf(row: InvocationRow): Phase {
+  switch (row.status) {
+    case 'scheduled':
+      return { status: 'scheduled', startTimer: undefined };
+    case 'inboxed':
+      return { status: 'inboxed', inboxSeq: row.inboxSeq ?? undefined };
+    case 'invoked':
+      return { status: 'invoked', attempt: undefined, attemptSnapshot: 0, fromSdk: new Set() };
+    case 'suspended':
+      return { status: 'suspended', awaiting: (row.awaiting ?? undefined) as AwaitingTree | undefined };
+    case 'paused':
+      return { status: 'paused' };
+    case 'completed':
+      return { status: 'completed' };
   }
 }

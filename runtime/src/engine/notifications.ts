@@ -73,8 +73,7 @@ export async function appendNotification(
     (ctx.status === 'paused' && cancel)
   ) {
     resume = true;
-    ctx.status = 'invoked';
-    ctx.awaiting = undefined;
+    ctx.toInvoked();
     op.writes.push(invocationWrite.update(ctx.id, { status: 'invoked', awaiting: null }, new Date()));
   }
   await p.commit(ctx, op, () => {
@@ -84,8 +83,14 @@ export async function appendNotification(
 }
 
 export function sendCommitted(p: PartitionProcessor, ctx: InvocationCtx, e: JournalEntry): void {
-  const attempt = ctx.attempt;
-  if (attempt !== undefined && attempt.canSend && e.index >= ctx.attemptSnapshot && !ctx.fromSdk.has(e.index)) {
+  const running = ctx.running;
+  const attempt = running?.attempt;
+  if (
+    attempt !== undefined &&
+    attempt.canSend &&
+    e.index >= running!.attemptSnapshot &&
+    !running!.fromSdk.has(e.index)
+  ) {
     attempt.send(encodeFrame(e.type, e.raw));
   }
 }

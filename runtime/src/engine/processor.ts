@@ -222,7 +222,7 @@ export class PartitionProcessor {
     if (ctx.poisoned) return;
     ctx.poisoned = true;
     ctx.attempt?.abort();
-    ctx.attempt = undefined;
+    ctx.attemptEnded();
     if (this.active.get(ctx.id) === ctx) this.active.delete(ctx.id);
     // (A failed write was reported by the committer already; a failed read is reported here. Twice is harmless.)
     if (this.served.has(ctx.partitionId)) this.deps.onSuspect?.([ctx.partitionId]);

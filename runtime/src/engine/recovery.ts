@@ -40,7 +40,7 @@ export async function recover(
   }
   // Inboxed invocations and queued state replacements share the inbox sequence: rebuild each key's queue in it.
   const queued: { seq: bigint; lk: string; entry: string }[] = inboxed.map((ctx) => ({
-    seq: ctx.inboxSeq!,
+    seq: ctx.phase.status === 'inboxed' ? (ctx.phase.inboxSeq ?? 0n) : 0n,
     lk: lockKey(ctx.serviceName, ctx.serviceKey!),
     entry: ctx.id,
   }));
@@ -80,7 +80,7 @@ export function drop(p: PartitionProcessor, partitions: Iterable<number>): void 
     // Dead for every callback still holding it: commits' follow-ups check `poisoned`.
     ctx.poisoned = true;
     ctx.attempt?.abort();
-    ctx.attempt = undefined;
+    ctx.attemptEnded();
     p.active.delete(id);
   }
   p.timers.removeWhere((t) => set.has(t.partitionId));

@@ -39,7 +39,7 @@ export async function fireTimer(p: PartitionProcessor, t: TimerRow): Promise<voi
         if (ctx.isExclusiveKeyed) {
           const lk = lockKey(ctx.serviceName, ctx.serviceKey!);
           if (p.keys.locks.has(lk)) {
-            ctx.status = 'inboxed';
+            ctx.toInboxed();
             p.keys.queue(lk).push(ctx.id);
             writes.push(invocationWrite.inbox(ctx.id));
             p.write(ctx, writes);
@@ -48,7 +48,7 @@ export async function fireTimer(p: PartitionProcessor, t: TimerRow): Promise<voi
           p.keys.locks.set(lk, ctx.id);
           writes.push(lockWrite.take(ctx.serviceName, ctx.serviceKey!, ctx.id));
         }
-        ctx.status = 'invoked';
+        ctx.toInvoked();
         writes.push(invocationWrite.update(ctx.id, { status: 'invoked' }, new Date()));
         p.write(ctx, writes);
         void p.roles.startAttempt(ctx);

@@ -98,7 +98,7 @@ export function callCommand(c: CommandContext, cmd: Extract<Command, { kind: 'ca
       }
       // The entry itself goes first; the invocation-id notification follows it in the same transaction.
       const entry = p.appendEntry(ctx, op, { type: frame.type, raw: frame.payload }, now, journalExtra);
-      ctx.fromSdk.add(entry.index);
+      ctx.running?.fromSdk.add(entry.index);
       const idNote = p.appendEntry(
         ctx,
         op,

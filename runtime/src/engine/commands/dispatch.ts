@@ -34,7 +34,7 @@ export function onCommand(p: PartitionProcessor, ctx: InvocationCtx, attempt: At
   const op = ownWrite(ctx);
   const reject = (rtCode: ErrorCode, message: string): void => {
     attempt.abort();
-    if (ctx.attempt === attempt) ctx.attempt = undefined;
+    if (ctx.attempt === attempt) ctx.attemptEnded();
     p.roles.handleFailure(ctx, { code: 500, rtCode, message });
   };
 
@@ -96,7 +96,7 @@ export function onCommand(p: PartitionProcessor, ctx: InvocationCtx, attempt: At
   }
   if (verdict === 'stop') return;
   const entry = p.appendEntry(ctx, op, { type: frame.type, raw: frame.payload }, now, journalExtra);
-  ctx.fromSdk.add(entry.index);
+  ctx.running?.fromSdk.add(entry.index);
   op.writes.push(...writes);
   void p.commit(ctx, op, committed);
 }

@@ -21,8 +21,7 @@ export function complete(
   extra: Write[] = [],
 ): Promise<boolean> {
   ctx.attempt?.abort();
-  ctx.attempt = undefined;
-  ctx.status = 'completed';
+  ctx.toCompleted();
   const now = new Date();
   // Its own rows, its waiters and its key's lock and inbox (the next holder has the same key): ordered by its
   // partition key. Extra statements may touch anything, so a completion with them is a barrier.

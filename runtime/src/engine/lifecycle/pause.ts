@@ -10,10 +10,8 @@ export async function pause(p: PartitionProcessor, id: InvocationId): Promise<'p
   const ctx = await p.roles.managed(id);
   if (ctx.status === 'paused') return 'already_paused';
   if (ctx.status !== 'invoked' && ctx.status !== 'suspended') throw new InvocationNotRunningError(id);
-  ctx.status = 'paused';
-  ctx.awaiting = undefined;
   const attempt = ctx.attempt;
-  ctx.attempt = undefined;
+  ctx.toPaused();
   attempt?.abort();
   p.write(ctx, [invocationWrite.update(ctx.id, { status: 'paused', awaiting: null, nextRetryAt: null }, new Date())]);
   await p.settled(ctx);
@@ -23,8 +21,7 @@ export async function pause(p: PartitionProcessor, id: InvocationId): Promise<'p
 
 export function pauseOnFailure(p: PartitionProcessor, ctx: InvocationCtx, failure: EngineFailure): void {
   ctx.attempt?.abort();
-  ctx.attempt = undefined;
-  ctx.status = 'paused';
+  ctx.toPaused();
   p.write(ctx, [
     invocationWrite.update(
       ctx.id,

@@ -31,8 +31,7 @@ export async function resume(
   }
   const now = new Date();
   if (ctx.status === 'paused' || ctx.status === 'suspended') {
-    ctx.status = 'invoked';
-    ctx.awaiting = undefined;
+    ctx.toInvoked();
     writes.push(invocationWrite.update(ctx.id, { status: 'invoked', awaiting: null, nextRetryAt: null }, now));
   }
   if (writes.length > 0) p.write(ctx, writes);

@@ -21,8 +21,7 @@ export async function onSuspension(
     void p.roles.startAttempt(ctx);
     return;
   }
-  ctx.status = 'suspended';
-  ctx.awaiting = awaiting;
+  ctx.toSuspended(awaiting);
   p.write(ctx, [
     invocationWrite.update(ctx.id, { status: 'suspended', awaiting, journalLength: ctx.journal!.length }, new Date()),
   ]);
@@ -40,8 +39,7 @@ export async function recheckSuspended(p: PartitionProcessor, ctx: InvocationCtx
 }
 
 export function resumeSuspended(p: PartitionProcessor, ctx: InvocationCtx): void {
-  ctx.status = 'invoked';
-  ctx.awaiting = undefined;
+  ctx.toInvoked();
   p.write(ctx, [invocationWrite.update(ctx.id, { status: 'invoked', awaiting: null }, new Date())]);
   void p.roles.startAttempt(ctx);
 }
