@@ -14,7 +14,7 @@ import {
   type Write,
   type InsertInvocation,
 } from '../storage/api.ts';
-import type { NewInvocation } from '../storage/rows.ts';
+import { insertedRow, type NewInvocation } from '../storage/rows.ts';
 import { partitionFor, partitionKeyForKey, randomPartitionKey } from '../ids/partition-key.ts';
 
 /** A keyless call with a generated idempotency key whose draw fell on a partition served elsewhere. */
@@ -157,43 +157,7 @@ export function admit(
   }
   const insert = invocationWrite.insert(row, inputRaw);
   writes.push(insert);
-  // Every field spelled out (no spread of `row`): this runs for every new invocation, and a spread into a literal
-  // of this size is several times slower.
-  const ctx = new InvocationCtx({
-    id: row.id,
-    partitionKey: row.partitionKey,
-    partitionId: row.partitionId,
-    serviceName: row.serviceName,
-    serviceKey: row.serviceKey,
-    handlerName: row.handlerName,
-    serviceTy: row.serviceTy,
-    handlerTy: row.handlerTy,
-    status: row.status,
-    deploymentId: row.deploymentId ?? null,
-    protocolVersion: row.protocolVersion ?? null,
-    idempotencyKey: row.idempotencyKey,
-    invokedBy: row.invokedBy,
-    invokedById: row.invokedById,
-    invokedByTarget: row.invokedByTarget,
-    randomSeed: row.randomSeed,
-    journalLength: row.journalLength,
-    retryCount: 0,
-    retryCountSinceAppend: 0,
-    lastAppendAt: now,
-    awaiting: null,
-    inboxSeq: null,
-    createdAt: row.createdAt,
-    scheduledStartAt: row.scheduledStartAt,
-    completedAt: null,
-    completionRetentionMs: row.completionRetentionMs,
-    journalRetentionMs: row.journalRetentionMs,
-    resultKind: null,
-    output: null,
-    failureCode: null,
-    failureMessage: null,
-    failureMetadata: null,
-    expiresAt: null,
-  });
+  const ctx = new InvocationCtx(insertedRow(row, null));
   ctx.journal = [{ index: 0, type: MessageType.InputCommand, raw: inputRaw }];
   ctx.mayHaveTimers = row.status === 'scheduled';
   ctx.startRecorded = row.attemptStartAt != null;

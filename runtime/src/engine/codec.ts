@@ -37,6 +37,10 @@ import {
   type NotificationResult,
   type StartMessage,
 } from '../protocol/messages.ts';
+import type {
+  CallCommand as CallCommandMessage,
+  OneWayCallCommand as OneWayCallCommandMessage,
+} from '../protocol/message-schema.ts';
 import type { AwaitingTree } from './awaiting.ts';
 import type { Failure, Outcome } from './types.ts';
 
@@ -156,6 +160,21 @@ function outcomeOf(r: { kind: 'value'; value: Uint8Array } | { kind: 'failure'; 
     : { kind: 'failure', failure: fromWireFailure(r.failure) };
 }
 
+/** What a call and a one-way call share: the target, its input and headers, and the id notification's index. */
+function callTarget(m: CallCommandMessage | OneWayCallCommandMessage) {
+  return {
+    service: m.serviceName,
+    handler: m.handlerName,
+    parameter: m.parameter,
+    headers: m.headers.map((h): [string, string] => [h.key, h.value]),
+    key: m.key,
+    idempotencyKey: m.idempotencyKey === '' ? undefined : m.idempotencyKey,
+    invocationIdCompletionId: m.invocationIdNotificationIdx,
+    scope: m.scope === '' ? undefined : m.scope,
+    limitKey: m.limitKey === '' ? undefined : m.limitKey,
+  };
+}
+
 export function command(type: number, payload: Uint8Array): Command {
   switch (type) {
     case MessageType.InputCommand:
@@ -186,35 +205,11 @@ export function command(type: number, payload: Uint8Array): Command {
     }
     case MessageType.CallCommand: {
       const m = decodeCallCommand(payload);
-      return {
-        kind: 'call',
-        service: m.serviceName,
-        handler: m.handlerName,
-        parameter: m.parameter,
-        headers: m.headers.map((h) => [h.key, h.value]),
-        key: m.key,
-        idempotencyKey: m.idempotencyKey === '' ? undefined : m.idempotencyKey,
-        invocationIdCompletionId: m.invocationIdNotificationIdx,
-        resultCompletionId: m.resultCompletionId,
-        scope: m.scope === '' ? undefined : m.scope,
-        limitKey: m.limitKey === '' ? undefined : m.limitKey,
-      };
+      return { kind: 'call', ...callTarget(m), resultCompletionId: m.resultCompletionId };
     }
     case MessageType.OneWayCallCommand: {
       const m = decodeOneWayCallCommand(payload);
-      return {
-        kind: 'oneWayCall',
-        service: m.serviceName,
-        handler: m.handlerName,
-        parameter: m.parameter,
-        headers: m.headers.map((h) => [h.key, h.value]),
-        key: m.key,
-        idempotencyKey: m.idempotencyKey === '' ? undefined : m.idempotencyKey,
-        invocationIdCompletionId: m.invocationIdNotificationIdx,
-        invokeTime: m.invokeTime,
-        scope: m.scope === '' ? undefined : m.scope,
-        limitKey: m.limitKey === '' ? undefined : m.limitKey,
-      };
+      return { kind: 'oneWayCall', ...callTarget(m), invokeTime: m.invokeTime };
     }
     case MessageType.RunCommand:
       return { kind: 'run' };

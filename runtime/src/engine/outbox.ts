@@ -1,3 +1,4 @@
+import { answerCall } from './call-answer.ts';
 import { completedFromRow } from './results.ts';
 import { InvocationId } from '../ids/invocation-id.ts';
 import { MessageType } from '../protocol/message-types.ts';
@@ -6,15 +7,7 @@ import { InvocationAlreadyCompletedError, InvocationNotFoundError } from './mana
 import * as codec from './codec.ts';
 import { type InvocationCtx } from './invocation.ts';
 import { type PartitionProcessor, orderKey, CANCEL_SIGNAL } from './processor.ts';
-import {
-  outboxWrite,
-  newWriteBatch,
-  outboxRowsOf,
-  onlyIfInserted,
-  unlessInserted,
-  type Write,
-  type InsertInvocation,
-} from '../storage/api.ts';
+import { outboxWrite, newWriteBatch, outboxRowsOf, type Write, type InsertInvocation } from '../storage/api.ts';
 import type { OutboxRow, OutboxRequest } from '../storage/rows.ts';
 
 /**
@@ -129,30 +122,9 @@ export async function admitRequested(
   const answers: Write[] = [];
   const caller = request.caller;
   if (caller !== undefined) {
-    const wait = outboxWrite.awaitResult(child.id, caller.id, caller.partition, caller.completionId, caller.entryType);
-    answers.push(wait);
-    if (request.workflowRun === true) {
-      const again = outboxWrite.insert({
-        partitionId: caller.partition,
-        targetInvocationId: caller.id,
-        entryType: caller.entryType,
-        completionId: caller.completionId,
-        signalIdx: null,
-        signalName: null,
-        sourceInvocationId: null,
-        raw: Buffer.from(
-          codec.notification(
-            { kind: 'completion', id: caller.completionId },
-            { kind: 'failure', failure: { code: 409, message: 'the workflow method was already invoked' } },
-          ),
-        ),
-      });
-      answers.push(again);
-      // A second call of a workflow's run fails (409) instead of joining the first.
-      if (admitted === undefined) op.writes.push(again);
-      else op.writes.push(onlyIfInserted(wait, admitted.insert), unlessInserted(again, admitted.insert));
-    } else {
-      op.writes.push(wait);
+    for (const w of answerCall(child.id, caller, request.workflowRun === true, admitted?.insert)) {
+      answers.push(w);
+      op.writes.push(w);
     }
   }
   try {

@@ -213,3 +213,45 @@ export interface JournalRow {
   sleepWakeupAt?: Date | undefined;
   promiseName?: string | undefined;
 }
+
+/**
+ * The row of a new invocation as its insert stores it (what a read right after the insert returns). Every field
+ * spelled out, no spread: this runs for every new invocation, and a spread into a literal this size is slower.
+ */
+export function insertedRow(row: NewInvocation, inboxSeq: bigint | null): InvocationRow {
+  return {
+    id: row.id,
+    partitionKey: row.partitionKey,
+    partitionId: row.partitionId,
+    serviceName: row.serviceName,
+    serviceKey: row.serviceKey,
+    handlerName: row.handlerName,
+    serviceTy: row.serviceTy,
+    handlerTy: row.handlerTy,
+    status: row.status,
+    deploymentId: row.deploymentId ?? null,
+    protocolVersion: row.protocolVersion ?? null,
+    idempotencyKey: row.idempotencyKey,
+    invokedBy: row.invokedBy,
+    invokedById: row.invokedById,
+    invokedByTarget: row.invokedByTarget,
+    randomSeed: row.randomSeed,
+    journalLength: row.journalLength,
+    retryCount: 0,
+    retryCountSinceAppend: 0,
+    lastAppendAt: row.createdAt,
+    awaiting: null,
+    inboxSeq,
+    createdAt: row.createdAt,
+    scheduledStartAt: row.scheduledStartAt,
+    completedAt: null,
+    completionRetentionMs: row.completionRetentionMs,
+    journalRetentionMs: row.journalRetentionMs,
+    resultKind: null,
+    output: null,
+    failureCode: null,
+    failureMessage: null,
+    failureMetadata: null,
+    expiresAt: null,
+  };
+}

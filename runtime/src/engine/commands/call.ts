@@ -4,9 +4,10 @@ import * as codec from '../codec.ts';
 import { type InvocationCtx } from '../invocation.ts';
 import type { AcceptRequest } from '../types.ts';
 import { orderKey } from '../processor.ts';
+import { answerCall } from '../call-answer.ts';
 import type { CommandContext, Verdict } from './context.ts';
 import type { Command } from '../codec.ts';
-import { outboxWrite, onlyIfInserted, unlessInserted, type Write, type InsertInvocation } from '../../storage/api.ts';
+import { outboxWrite, type Write, type InsertInvocation } from '../../storage/api.ts';
 
 /** Call and one-way call (send): the callee is admitted in the same write (or asked of its owner through the outbox). */
 export function callCommand(c: CommandContext, cmd: Extract<Command, { kind: 'call' | 'oneWayCall' }>): Verdict {
@@ -114,40 +115,14 @@ export function callCommand(c: CommandContext, cmd: Extract<Command, { kind: 'ca
         now,
       );
       if (cmd.kind === 'call' && !remote) {
-        const wait = deliverAfter(
-          outboxWrite.awaitResult(
-            ctxRow.id,
-            ctx.id,
-            ctx.partitionId,
-            cmd.resultCompletionId,
-            MessageType.CallCompletionNotification,
-          ),
-        );
-        if (target.schema.ty === 'Workflow' && handler.ty === 'Workflow') {
-          // A workflow's run executes once per key: calling it again fails, as it does at the ingress.
-          const again = deliverAfter(
-            outboxWrite.insert({
-              partitionId: ctx.partitionId,
-              targetInvocationId: ctx.id,
-              entryType: MessageType.CallCompletionNotification,
-              completionId: cmd.resultCompletionId,
-              signalIdx: null,
-              signalName: null,
-              sourceInvocationId: null,
-              raw: Buffer.from(
-                codec.notification(
-                  { kind: 'completion', id: cmd.resultCompletionId },
-                  { kind: 'failure', failure: { code: 409, message: 'the workflow method was already invoked' } },
-                ),
-              ),
-            }),
-          );
-          // Joined only by the call that created the run; any other gets the 409.
-          if (child === undefined) writes.push(again);
-          else writes.push(onlyIfInserted(wait, child.insert), unlessInserted(again, child.insert));
-        } else {
-          writes.push(wait);
-        }
+        const caller = {
+          id: ctx.id,
+          partition: ctx.partitionId,
+          completionId: cmd.resultCompletionId,
+          entryType: MessageType.CallCompletionNotification,
+        };
+        const workflowRun = target.schema.ty === 'Workflow' && handler.ty === 'Workflow';
+        for (const w of answerCall(ctxRow.id, caller, workflowRun, child?.insert)) writes.push(deliverAfter(w));
       }
       op.writes.push(...writes);
       void p.commit(ctx, op, () => {

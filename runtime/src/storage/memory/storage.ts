@@ -2,6 +2,7 @@ import { stateVersion } from '../../ids/state-version.ts';
 import { MessageType } from '../../protocol/message-types.ts';
 import type { Storage, Write, WriteBatch } from '../api.ts';
 import { FencingError } from '../errors.ts';
+import { insertedRow } from '../rows.ts';
 import type {
   InvocationRow,
   InvocationUpdate,
@@ -199,39 +200,7 @@ export class MemoryStorage implements Storage {
         }
         w.inserted = true;
         t.invocations.set(r.id, {
-          id: r.id,
-          partitionKey: r.partitionKey,
-          partitionId: r.partitionId,
-          serviceName: r.serviceName,
-          serviceKey: r.serviceKey,
-          handlerName: r.handlerName,
-          serviceTy: r.serviceTy,
-          handlerTy: r.handlerTy,
-          status: r.status,
-          deploymentId: r.deploymentId ?? null,
-          protocolVersion: r.protocolVersion ?? null,
-          idempotencyKey: r.idempotencyKey,
-          invokedBy: r.invokedBy,
-          invokedById: r.invokedById,
-          invokedByTarget: r.invokedByTarget,
-          randomSeed: r.randomSeed,
-          journalLength: r.journalLength,
-          retryCount: 0,
-          retryCountSinceAppend: 0,
-          lastAppendAt: r.createdAt,
-          awaiting: null,
-          inboxSeq: r.inboxSeq ? this.nextSeq() : null,
-          createdAt: r.createdAt,
-          scheduledStartAt: r.scheduledStartAt,
-          completedAt: null,
-          completionRetentionMs: r.completionRetentionMs,
-          journalRetentionMs: r.journalRetentionMs,
-          resultKind: null,
-          output: null,
-          failureCode: null,
-          failureMessage: null,
-          failureMetadata: null,
-          expiresAt: null,
+          ...insertedRow(r, r.inboxSeq ? this.nextSeq() : null),
           extra: r.attemptStartAt == null ? {} : { lastStartAt: r.attemptStartAt, runningAt: r.attemptStartAt },
         });
         this.appendJournal({
@@ -494,8 +463,7 @@ export class MemoryStorage implements Storage {
   /** A copy of every table, restored if a batch fails midway (a transaction rolls back). */
   private snapshot(): () => void {
     const saved = new Map<string, Map<unknown, unknown>>();
-    for (const [name, table] of Object.entries(this.tables))
-      saved.set(name, structuredCopy(table));
+    for (const [name, table] of Object.entries(this.tables)) saved.set(name, structuredCopy(table));
     const seq = this.seq;
     return () => {
       for (const [name, table] of Object.entries(this.tables)) {
