@@ -1,8 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import pg from 'pg';
-import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { buildAdminApp } from './admin/app.ts';
 import { ClusterCoordinator } from './cluster/coordinator.ts';
@@ -16,29 +14,27 @@ import { RetentionCleaner } from './storage/pg/retention-cleaner.ts';
 import { Engine } from './engine/engine.ts';
 import { Invoker } from './invoker/invoker.ts';
 import { PgStorage } from './storage/pg/storage.ts';
-import { BindError } from './errors/config-errors.ts';
 import { buildIngressApp } from './ingress/app.ts';
 import { ensureIntrospectionAccess, type IntrospectionAccess } from './introspection/access.ts';
 import { startPgWireListener } from './introspection/pgwire/listener.ts';
 import { PgIntrospectionQueries } from './introspection/query.ts';
 import { ensureIntrospectionViews } from './introspection/views.ts';
 import { buildProbesApp } from './probes/app.ts';
+import { listen } from './listeners/serve.ts';
 import { SchemaRegistry } from './schema/registry.ts';
 import { createRegistration } from './schema/register.ts';
 import { Http1Client, Http2Client } from './service-client/transport.ts';
 import { GroupCommitter } from './storage/pg/group-commit.ts';
 import { PartitionLeases } from './storage/pg/leases.ts';
 import { recordedPartitionCount } from './storage/pg/meta.ts';
+import { PgSchemaStore } from './storage/pg/tables/schema.ts';
 import { migrate } from './storage/pg/migrate.ts';
-import { createPool } from './storage/pg/pool.ts';
+import { connectClient, createPool } from './storage/pg/pool.ts';
 import { createMetrics } from './telemetry/metrics.ts';
 
 export const RATCHET_VERSION = (
   JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
 ).version;
-
-/** After the shutdown delay, how long in-flight requests may take before their connections are closed. */
-const REQUEST_DRAIN_MS = 20_000;
 
 export interface RuntimeHandle {
   ingress: BindAddress;
@@ -130,7 +126,7 @@ export async function startRuntime(
     }
     const metrics = createMetrics();
     const registry = new SchemaRegistry(
-      pool,
+      new PgSchemaStore(pool),
       config.serviceDefaults,
       config.defaultRetryPolicy,
       config.invoker,
@@ -231,7 +227,7 @@ export async function startRuntime(
     });
     const admin = buildAdminApp({
       registry,
-      register: createRegistration({ pool, registry, clusterName: config.clusterName, logger }),
+      register: createRegistration({ registry, clusterName: config.clusterName, logger }),
       version: RATCHET_VERSION,
       ingressEndpoint: `http://${ingressAddress}/`,
       clusterName: config.clusterName,
@@ -291,15 +287,7 @@ export async function startRuntime(
     });
     const coordinator = new ClusterCoordinator(
       pool,
-      async () => {
-        const client = new pg.Client({
-          connectionString: databaseUrl,
-          application_name: `ratchet ${config.nodeName} cluster`,
-        });
-        client.on('error', () => undefined);
-        await client.connect();
-        return client;
-      },
+      () => connectClient(databaseUrl, `ratchet ${config.nodeName} cluster`),
       leases,
       membership,
       engine,
@@ -357,51 +345,5 @@ export async function startRuntime(
     await cluster?.stop().catch(() => undefined);
     await cleanup();
     throw err;
-  }
-}
-
-async function listen(
-  app: FastifyInstance,
-  bind: BindAddress,
-  listener: string,
-  cleanups: (() => Promise<void>)[],
-  logger: Logger,
-): Promise<BindAddress> {
-  try {
-    await app.listen({ host: bind.host, port: bind.port });
-  } catch (err) {
-    await app.close().catch(() => undefined);
-    throw new BindError(formatBindAddress(bind), { listener, cause: err });
-  }
-  cleanups.push(() => closeDraining(app, listener, logger));
-  const addr = app.server.address();
-  const port = typeof addr === 'object' && addr !== null ? addr.port : bind.port;
-  return { host: bind.host, port };
-}
-
-/**
- * Stops accepting, lets requests in flight finish (those waiting for results of partitions handed over read them from
- * PostgreSQL), and closes the connections still open after REQUEST_DRAIN_MS.
- */
-async function closeDraining(app: FastifyInstance, listener: string, logger: Logger): Promise<void> {
-  const started = Date.now();
-  const force = setTimeout(() => {
-    logger.warn(
-      { listener, ms: Date.now() - started },
-      'requests still in flight after the drain time; closing their connections',
-    );
-    app.server.closeAllConnections();
-  }, REQUEST_DRAIN_MS);
-  force.unref();
-  // A keep-alive connection whose request finishes after close() stays open while idle (until the client or the
-  // keep-alive timeout ends it), and close() waits for it: idle connections are closed as they become idle.
-  const idle = setInterval(() => app.server.closeIdleConnections(), 100);
-  idle.unref();
-  try {
-    app.server.closeIdleConnections();
-    await app.close();
-  } finally {
-    clearTimeout(force);
-    clearInterval(idle);
   }
 }

@@ -3,7 +3,6 @@ import http, { STATUS_CODES, type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { ApiException, type KubeConfig, Watch } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import type { ListResult, ListWatchSource, WatchHandle } from '../reconcile/informer.ts';
 import { silentLogger } from '../telemetry/logger.ts';
 import { microTime } from './micro-time.ts';
 import {
@@ -13,6 +12,9 @@ import {
   type EventType,
   type Kube,
   type ListOptions,
+  type ListResult,
+  type ListWatchSource,
+  type WatchHandle,
 } from './port.ts';
 import type { KubeObject, ObjectRef } from './types.ts';
 

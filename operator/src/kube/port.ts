@@ -1,9 +1,9 @@
 import type { KubeObject, ObjectRef } from './types.ts';
 
 /*
- * What reconcilers may do to the Kubernetes API. Production: `client-node.ts` over the real @kubernetes/client-node;
- * tests: an in-memory implementation with the same semantics (generation, resourceVersion, finalizers, status
- * subresource, owner-reference garbage collection).
+ * What reconcilers may do to the Kubernetes API, and where informers list and watch. Production: `client-node.ts`
+ * over the real @kubernetes/client-node; tests: an in-memory implementation with the same semantics (generation,
+ * resourceVersion, finalizers, status subresource, owner-reference garbage collection).
  */
 
 export class KubeApiError extends Error {
@@ -64,4 +64,31 @@ export type EventType = 'Normal' | 'Warning';
 /** `events.k8s.io/v1` events about one object, emitted on transitions (not on every reconcile). */
 export interface EventRecorder {
   record(regarding: KubeObject, type: EventType, reason: string, note: string, action?: string): Promise<void>;
+}
+
+/** The result of listing a collection: the items (plain wire JSON) and the collection's resourceVersion. */
+export interface ListResult {
+  readonly items: KubeObject[];
+  readonly resourceVersion: string;
+}
+
+export interface WatchHandle {
+  abort(): void;
+}
+
+/** Where an informer (`reconcile/informer.ts`) lists and watches one kind; `client-node.ts` provides the production one. */
+export interface ListWatchSource {
+  /** For logs, e.g. `ratchet.dev/v1alpha1 Cluster in ns-a`. */
+  readonly description: string;
+  list(): Promise<ListResult>;
+  /**
+   * Watches from `resourceVersion`; resolves once connected (or once the attempt failed). `done` is called at most once
+   * when the stream ends: `null` for a normal close, else the error (with `statusCode` or `code` 410 when the version
+   * expired).
+   */
+  watch(
+    resourceVersion: string,
+    onEvent: (type: string, object: Record<string, unknown>) => void,
+    done: (err: unknown) => void,
+  ): Promise<WatchHandle>;
 }

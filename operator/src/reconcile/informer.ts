@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { ListResult, ListWatchSource, WatchHandle } from '../kube/port.ts';
 import type { KubeObject } from '../kube/types.ts';
 
 /*
@@ -12,33 +13,6 @@ import type { KubeObject } from '../kube/types.ts';
  * - every transition opens a new session, and callbacks of older sessions (late events, the AbortError an aborted
  *   watch reports) are ignored.
  */
-
-/** The result of listing a collection: the items (plain wire JSON) and the collection's resourceVersion. */
-export interface ListResult {
-  readonly items: KubeObject[];
-  readonly resourceVersion: string;
-}
-
-export interface WatchHandle {
-  abort(): void;
-}
-
-/** Where an informer lists and watches; `client-node.ts` provides the production one. */
-export interface ListWatchSource {
-  /** For logs, e.g. `ratchet.dev/v1alpha1 Cluster in ns-a`. */
-  readonly description: string;
-  list(): Promise<ListResult>;
-  /**
-   * Watches from `resourceVersion`; resolves once connected (or once the attempt failed). `done` is called at most once
-   * when the stream ends: `null` for a normal close, else the error (with `statusCode` or `code` 410 when the version
-   * expired).
-   */
-  watch(
-    resourceVersion: string,
-    onEvent: (type: string, object: Record<string, unknown>) => void,
-    done: (err: unknown) => void,
-  ): Promise<WatchHandle>;
-}
 
 export interface InformerHandler {
   add?(obj: KubeObject): void;

@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
 import type { AdminClientFactory } from '../admin-client/types.ts';
-import type { EventRecorder, Kube } from '../kube/port.ts';
+import type { EventRecorder, Kube, ListWatchSource } from '../kube/port.ts';
 import type { KubeObject } from '../kube/types.ts';
 import { operatorMetrics, type OperatorMetrics } from '../telemetry/metrics.ts';
-import { Informer, type InformerHandler, type ListWatchSource } from './informer.ts';
+import { Informer, type InformerHandler } from './informer.ts';
 import { WorkQueue, type RateLimitOptions, type ShutdownResult } from './queue.ts';
 import {
   keyString,

@@ -60,10 +60,6 @@ export function base64(text: string): string {
   return Buffer.from(text, 'utf8').toString('base64');
 }
 
-export function fromBase64(data: string): string {
-  return Buffer.from(data, 'base64').toString('utf8');
-}
-
 /** JSON with object keys sorted at every level: the same value always gives the same text. */
 export function canonicalJson(value: unknown): string {
   return JSON.stringify(value, (_key, v: unknown) => {

@@ -1,4 +1,4 @@
-import type pg from 'pg';
+import type { Client, Pool } from '../storage/pg/pool.ts';
 import type { Logger } from 'pino';
 import type { Engine } from '../engine/engine.ts';
 import { OUTBOX_CHANNEL } from '../storage/pg/storage.ts';
@@ -48,14 +48,14 @@ export class ClusterCoordinator {
   private running: Promise<void> | undefined;
   private again = false;
   private timer: NodeJS.Timeout | undefined;
-  private listener: pg.Client | undefined;
+  private listener: Client | undefined;
   private listening: Promise<void> | undefined;
   private failures = 0;
   private readonly log: Logger;
 
   constructor(
-    private readonly pool: pg.Pool,
-    private readonly connectListener: () => Promise<pg.Client>,
+    private readonly pool: Pool,
+    private readonly connectListener: () => Promise<Client>,
     private readonly leases: PartitionLeases,
     private readonly membership: Membership,
     private readonly engine: Engine,

@@ -1,4 +1,4 @@
-import type pg from 'pg';
+import type { Pool } from '../storage/pg/pool.ts';
 
 /** A runtime process as the membership table shows it (liveness judged by the database's clock). */
 export interface NodeRow {
@@ -32,7 +32,7 @@ export interface MembershipOptions {
 /** The `ratchet.node` table: this process's registration and heartbeat, and the view of every other node. */
 export class Membership {
   constructor(
-    private readonly pool: pg.Pool,
+    private readonly pool: Pool,
     private readonly options: MembershipOptions,
   ) {}
 

@@ -73,8 +73,6 @@ export interface InvokerConfig {
   readonly maxAwaitedFutureDepth: number;
   /** Highest service protocol version offered to deployments (5–7); pinned per invocation. */
   readonly maxProtocolVersion: number;
-  /** Most attempts running at once in this process; undefined = unlimited. */
-  readonly concurrencyLimit: number | undefined;
 }
 
 export interface RetryPolicyConfig {
@@ -182,7 +180,6 @@ export const SETTINGS = {
   RATCHET_INVOKER_MESSAGE_SIZE_LIMIT: 'invoker.message-size-limit',
   RATCHET_INVOKER_MAX_AWAITED_FUTURE_DEPTH: 'invoker.max-awaited-future-depth',
   RATCHET_INVOKER_MAX_PROTOCOL_VERSION: 'invoker.max-protocol-version',
-  RATCHET_INVOKER_CONCURRENCY_LIMIT: 'invoker.concurrency-limit',
   RATCHET_RETRY_INITIAL_INTERVAL: 'default-retry-policy.initial-interval',
   RATCHET_RETRY_EXPONENTIATION_FACTOR: 'default-retry-policy.exponentiation-factor',
   RATCHET_RETRY_MAX_INTERVAL: 'default-retry-policy.max-interval',
@@ -333,11 +330,6 @@ class Reader {
   integer(name: SettingName, fallback: number, bounds: Bounds): number {
     const raw = this.raw(name);
     return raw === undefined ? fallback : checkBounds(raw, toNumber(raw, true), bounds);
-  }
-
-  optionalInteger(name: SettingName, bounds: Bounds): number | undefined {
-    const raw = this.raw(name);
-    return raw === undefined ? undefined : checkBounds(raw, toNumber(raw, true), bounds);
   }
 
   number(name: SettingName, fallback: number, bounds: Bounds): number {
@@ -701,7 +693,6 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
       messageSizeLimitBytes: read.size('RATCHET_INVOKER_MESSAGE_SIZE_LIMIT', '32 MiB', { min: 1, max: 2 ** 32 - 1 }),
       maxAwaitedFutureDepth: read.integer('RATCHET_INVOKER_MAX_AWAITED_FUTURE_DEPTH', 1000, { min: 1 }),
       maxProtocolVersion: read.integer('RATCHET_INVOKER_MAX_PROTOCOL_VERSION', 7, { min: 5, max: 7 }),
-      concurrencyLimit: read.optionalInteger('RATCHET_INVOKER_CONCURRENCY_LIMIT', { min: 1 }),
     },
     defaultRetryPolicy: {
       initialIntervalMs: retryInitialIntervalMs,

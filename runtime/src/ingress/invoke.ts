@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { FORWARDED_BY_HEADER } from '../cluster/forward.ts';
 import { parseDuration } from '../config/units.ts';
 import { newUlidString } from '../ids/ulid.ts';
+import { effectiveHandlerSettings } from '../schema/handler-settings.ts';
 import { validateInput } from './content-type.ts';
 import type { IngressDeps } from './deps.ts';
 import { IngressErrors } from './errors.ts';
@@ -25,8 +26,7 @@ export async function invoke(
   query: URLSearchParams,
 ): Promise<FastifyReply> {
   const { service, handler, key, send } = route;
-  const isPublic = service.overrides.public ?? !(service.schema.ingressPrivate ?? false);
-  if (!isPublic || handler.ingressPrivate === true) throw IngressErrors.privateService();
+  if (!effectiveHandlerSettings(service, handler, deps.registry.defaults).public) throw IngressErrors.privateService();
 
   const isWorkflowRun = service.schema.ty === 'Workflow' && handler.ty === 'Workflow';
   const rawIdem = req.headers['idempotency-key'];

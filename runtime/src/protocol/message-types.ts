@@ -54,17 +54,6 @@ export type MessageTypeKey = keyof typeof MessageType;
 export type MessageTypeId = (typeof MessageType)[MessageTypeKey];
 
 type Ids<K extends MessageTypeKey> = (typeof MessageType)[K];
-export type ControlMessageType = Ids<
-  | 'Start'
-  | 'Suspension'
-  | 'Error'
-  | 'End'
-  | 'CommandAck'
-  | 'ProposeRunCompletion'
-  | 'AwaitingOn'
-  | 'ProposeRunCompletionAck'
->;
-export type CommandMessageType = Ids<Extract<MessageTypeKey, `${string}Command`>>;
 export type NotificationMessageType = Ids<Extract<MessageTypeKey, `${string}Notification`>>;
 
 /**

@@ -106,8 +106,6 @@ export type {
   EndMessage,
   ErrorMessage,
   Failure,
-  FailureMetadata,
-  FailureResult,
   Future,
   GetEagerStateCommand,
   GetEagerStateKeysCommand,
@@ -116,10 +114,7 @@ export type {
   GetLazyStateKeysCommand,
   GetPromiseCommand,
   Header,
-  IdempotentRequestTarget,
   InputCommand,
-  InvocationIdResult,
-  InvocationIdTarget,
   InvocationTarget,
   NotificationId,
   NotificationMessage,
@@ -132,15 +127,9 @@ export type {
   RunCommand,
   SendSignalCommand,
   SetStateCommand,
-  SignalId,
   SleepCommand,
   StartMessage,
-  StateEntry,
-  StateKeysResult,
   SuspensionMessage,
-  ValueResult,
-  VoidResult,
-  WorkflowTarget,
 } from './message-schema.ts';
 export {
   MessageType,
@@ -153,13 +142,7 @@ export {
   messageTypeName,
   notificationTypeFor,
 } from './message-types.ts';
-export type {
-  CommandMessageType,
-  ControlMessageType,
-  MessageTypeId,
-  MessageTypeKey,
-  NotificationMessageType,
-} from './message-types.ts';
+export type { MessageTypeId } from './message-types.ts';
 
 /*
  * Entry point of the service-protocol codec (V5–V7): `decodeMessage`/`encodeMessage` for frames whose type is only
@@ -350,74 +333,48 @@ export function encodeMessageFrame<T extends MessageTypeId>(
   return frame;
 }
 
-// Per-message entry points, for callers that know the type statically.
+// Per-message entry points, for callers that know the type statically: only the directions something uses (mostly
+// Ratchet encoding what it sends and decoding what SDKs send). Every type goes both ways through `encodeMessage` and
+// `decodeMessage`.
 
 export const encodeStart = (m: StartMessage, version?: number): Uint8Array =>
   encodeWith((w, x: StartMessage) => writeStart(w, x, version), m);
 export const decodeStart = (b: Uint8Array): StartMessage => decodeWith(readStart, b, 'Start');
-export const encodeSuspension = (m: SuspensionMessage): Uint8Array => encodeWith(writeSuspension, m);
 export const decodeSuspension = (b: Uint8Array): SuspensionMessage => decodeWith(readSuspension, b, 'Suspension');
 export const encodeError = (m: ErrorMessage): Uint8Array => encodeWith(writeError, m);
 export const decodeError = (b: Uint8Array): ErrorMessage => decodeWith(readError, b, 'Error');
 export const encodeEnd = (m: EndMessage = {}): Uint8Array => encodeWith(writeNothing, m);
-export const decodeEnd = (b: Uint8Array): EndMessage => decodeWith(readEnd, b, 'End');
-export const encodeCommandAck = (m: CommandAckMessage): Uint8Array => encodeWith(writeCommandAck, m);
-export const decodeCommandAck = (b: Uint8Array): CommandAckMessage => decodeWith(readCommandAck, b, 'CommandAck');
-export const encodeProposeRunCompletion = (m: ProposeRunCompletionMessage): Uint8Array =>
-  encodeWith(writeProposeRunCompletion, m);
 export const decodeProposeRunCompletion = (b: Uint8Array): ProposeRunCompletionMessage =>
   decodeWith(readProposeRunCompletion, b, 'ProposeRunCompletion');
-export const encodeAwaitingOn = (m: AwaitingOnMessage): Uint8Array => encodeWith(writeAwaitingOn, m);
 export const decodeAwaitingOn = (b: Uint8Array): AwaitingOnMessage => decodeWith(readAwaitingOn, b, 'AwaitingOn');
 export const encodeProposeRunCompletionAck = (m: ProposeRunCompletionAckMessage): Uint8Array =>
   encodeWith(writeProposeRunCompletionAck, m);
-export const decodeProposeRunCompletionAck = (b: Uint8Array): ProposeRunCompletionAckMessage =>
-  decodeWith(readProposeRunCompletionAck, b, 'ProposeRunCompletionAck');
 
 export const encodeInputCommand = (m: InputCommand): Uint8Array => encodeWith(writeInput, m);
-export const decodeInputCommand = (b: Uint8Array): InputCommand => decodeWith(readInput, b, 'InputCommand');
 export const encodeOutputCommand = (m: OutputCommand): Uint8Array => encodeWith(writeOutput, m);
 export const decodeOutputCommand = (b: Uint8Array): OutputCommand => decodeWith(readOutput, b, 'OutputCommand');
-export const encodeGetLazyStateCommand = (m: GetLazyStateCommand): Uint8Array => encodeWith(writeGetLazyState, m);
 export const decodeGetLazyStateCommand = (b: Uint8Array): GetLazyStateCommand =>
   decodeWith(readGetLazyState, b, 'GetLazyStateCommand');
 export const encodeSetStateCommand = (m: SetStateCommand): Uint8Array => encodeWith(writeSetState, m);
 export const decodeSetStateCommand = (b: Uint8Array): SetStateCommand => decodeWith(readSetState, b, 'SetStateCommand');
-export const encodeClearStateCommand = (m: ClearStateCommand): Uint8Array => encodeWith(writeClearState, m);
 export const decodeClearStateCommand = (b: Uint8Array): ClearStateCommand =>
   decodeWith(readClearState, b, 'ClearStateCommand');
-export const encodeClearAllStateCommand = (m: ClearAllStateCommand): Uint8Array => encodeWith(writeNameOnly, m);
-export const decodeClearAllStateCommand = (b: Uint8Array): ClearAllStateCommand =>
-  decodeWith(readNameOnly, b, 'ClearAllStateCommand');
-export const encodeGetLazyStateKeysCommand = (m: GetLazyStateKeysCommand): Uint8Array =>
-  encodeWith(writeCompletionIdAndName, m);
 export const decodeGetLazyStateKeysCommand = (b: Uint8Array): GetLazyStateKeysCommand =>
   decodeWith(readCompletionIdAndName, b, 'GetLazyStateKeysCommand');
-export const encodeGetEagerStateCommand = (m: GetEagerStateCommand): Uint8Array => encodeWith(writeGetEagerState, m);
-export const decodeGetEagerStateCommand = (b: Uint8Array): GetEagerStateCommand =>
-  decodeWith(readGetEagerState, b, 'GetEagerStateCommand');
 export const encodeGetEagerStateKeysCommand = (m: GetEagerStateKeysCommand): Uint8Array =>
   encodeWith(writeGetEagerStateKeys, m);
-export const decodeGetEagerStateKeysCommand = (b: Uint8Array): GetEagerStateKeysCommand =>
-  decodeWith(readGetEagerStateKeys, b, 'GetEagerStateKeysCommand');
-export const encodeGetPromiseCommand = (m: GetPromiseCommand): Uint8Array => encodeWith(writeGetPromise, m);
 export const decodeGetPromiseCommand = (b: Uint8Array): GetPromiseCommand =>
   decodeWith(readGetPromise, b, 'GetPromiseCommand');
-export const encodePeekPromiseCommand = (m: PeekPromiseCommand): Uint8Array => encodeWith(writeGetPromise, m);
 export const decodePeekPromiseCommand = (b: Uint8Array): PeekPromiseCommand =>
   decodeWith(readGetPromise, b, 'PeekPromiseCommand');
-export const encodeCompletePromiseCommand = (m: CompletePromiseCommand): Uint8Array =>
-  encodeWith(writeCompletePromise, m);
 export const decodeCompletePromiseCommand = (b: Uint8Array): CompletePromiseCommand =>
   decodeWith(readCompletePromise, b, 'CompletePromiseCommand');
-export const encodeSleepCommand = (m: SleepCommand): Uint8Array => encodeWith(writeSleep, m);
 export const decodeSleepCommand = (b: Uint8Array): SleepCommand => decodeWith(readSleep, b, 'SleepCommand');
 export const encodeCallCommand = (m: CallCommand): Uint8Array => encodeWith(writeCall, m);
 export const decodeCallCommand = (b: Uint8Array): CallCommand => decodeWith(readCall, b, 'CallCommand');
 export const encodeOneWayCallCommand = (m: OneWayCallCommand): Uint8Array => encodeWith(writeOneWayCall, m);
 export const decodeOneWayCallCommand = (b: Uint8Array): OneWayCallCommand =>
   decodeWith(readOneWayCall, b, 'OneWayCallCommand');
-export const encodeSendSignalCommand = (m: SendSignalCommand): Uint8Array => encodeWith(writeSendSignal, m);
 export const decodeSendSignalCommand = (b: Uint8Array): SendSignalCommand =>
   decodeWith(readSendSignal, b, 'SendSignalCommand');
 export const encodeRunCommand = (m: RunCommand): Uint8Array => encodeWith(writeCompletionIdAndName, m);
@@ -426,12 +383,8 @@ export const encodeAttachInvocationCommand = (m: AttachInvocationCommand): Uint8
   encodeWith(writeAttachInvocation, m);
 export const decodeAttachInvocationCommand = (b: Uint8Array): AttachInvocationCommand =>
   decodeWith(readAttachInvocation, b, 'AttachInvocationCommand');
-export const encodeGetInvocationOutputCommand = (m: GetInvocationOutputCommand): Uint8Array =>
-  encodeWith(writeAttachInvocation, m);
 export const decodeGetInvocationOutputCommand = (b: Uint8Array): GetInvocationOutputCommand =>
   decodeWith(readAttachInvocation, b, 'GetInvocationOutputCommand');
-export const encodeCompleteAwakeableCommand = (m: CompleteAwakeableCommand): Uint8Array =>
-  encodeWith(writeCompleteAwakeable, m);
 export const decodeCompleteAwakeableCommand = (b: Uint8Array): CompleteAwakeableCommand =>
   decodeWith(readCompleteAwakeable, b, 'CompleteAwakeableCommand');
 

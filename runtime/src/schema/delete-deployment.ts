@@ -1,3 +1,4 @@
+import { LOG_FIELDS } from '../telemetry/logger.ts';
 import { SchemaNotFoundError } from './errors.ts';
 import type { SchemaOperationDeps } from './operation-deps.ts';
 
@@ -40,7 +41,7 @@ export function createDeleteDeployment(deps: SchemaOperationDeps): DeleteDeploym
       return { pinned: p, services: names };
     });
     await deps.registry.load();
-    const fields = { 'service.deployment.id': id, services, pinnedInvocations: pinned.count };
+    const fields = { [LOG_FIELDS.deploymentId]: id, services, pinnedInvocations: pinned.count };
     if (pinned.count > 0) {
       log.warn(
         { ...fields, sample: pinned.sample },

@@ -1,7 +1,7 @@
 import { MAX_PROTOCOL_VERSION, MIN_PROTOCOL_VERSION, type ManifestVersion } from '../protocol/version.ts';
 import type { HttpVersion } from '../service-client/discovery.ts';
+import { BadDiscoveryResponseError } from '../service-client/errors.ts';
 import {
-  BadDiscoveryResponseError,
   BidiStreamOverRequestResponseError,
   IncompatibleProtocolVersionsError,
   InvalidServiceDefinitionError,

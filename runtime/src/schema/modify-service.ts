@@ -1,4 +1,5 @@
 import { formatDuration } from '../config/units.ts';
+import { LOG_FIELDS } from '../telemetry/logger.ts';
 import { RetentionNotModifiableError, SchemaNotFoundError } from './errors.ts';
 import type { SchemaOperationDeps } from './operation-deps.ts';
 import type { ActiveService, ServiceOverrides } from './types.ts';
@@ -51,10 +52,10 @@ export function createModifyService(deps: SchemaOperationDeps): ModifyService {
         throw new RetentionNotModifiableError(latest.ty);
       }
       if (Object.keys(requested).length === 0) return false;
-      const fields = { 'rpc.service': name, revision: latest.revision };
+      const fields = { [LOG_FIELDS.serviceName]: name, revision: latest.revision };
       if (requested.journalRetentionMs !== undefined && max !== undefined && requested.journalRetentionMs > max) {
         log.warn(
-          { ...fields, 'error.code': 'RT0022' },
+          { ...fields, [LOG_FIELDS.errorCode]: 'RT0022' },
           `[RT0022] the journal retention ${formatDuration(requested.journalRetentionMs)} requested for service ` +
             `'${name}' exceeds the maximum ${formatDuration(max)} (RATCHET_MAX_JOURNAL_RETENTION) and is clamped to it`,
         );
@@ -64,7 +65,7 @@ export function createModifyService(deps: SchemaOperationDeps): ModifyService {
         const deployment = await tx.deployment(latest.deploymentId);
         if (deployment?.protocolType === 'RequestResponse') {
           log.warn(
-            { ...fields, 'error.code': 'RT0021', 'service.deployment.id': latest.deploymentId },
+            { ...fields, [LOG_FIELDS.errorCode]: 'RT0021', [LOG_FIELDS.deploymentId]: latest.deploymentId },
             `[RT0021] the inactivity timeout ${formatDuration(requested.inactivityTimeoutMs)} set for service ` +
               `'${name}' is ignored: its deployment is in request/response mode`,
           );
@@ -75,7 +76,7 @@ export function createModifyService(deps: SchemaOperationDeps): ModifyService {
       return true;
     });
     if (changed) {
-      log.info({ 'rpc.service': name, changes: requested }, 'service settings changed');
+      log.info({ [LOG_FIELDS.serviceName]: name, changes: requested }, 'service settings changed');
       await deps.registry.load();
     }
     const service = deps.registry.service(name);

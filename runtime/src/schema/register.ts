@@ -6,8 +6,7 @@ import {
   type DiscoverOptions,
   type DiscoveryResponse,
 } from '../service-client/discovery.ts';
-import type { Pool } from '../storage/pg/pool.ts';
-import { PgSchemaStore } from '../storage/pg/tables/schema.ts';
+import { LOG_FIELDS } from '../telemetry/logger.ts';
 import {
   AmbiguousForcedRegistrationError,
   DeploymentAlreadyRegisteredError,
@@ -77,7 +76,6 @@ export interface RegistrationDeps {
   clusterName: string;
   logger: Logger;
   /** Defaults to the registry's store. */
-  pool?: Pool;
   store?: SchemaStore;
   /** Default 30 s. */
   discoveryTimeoutMs?: number;
@@ -272,7 +270,7 @@ async function plan(
 
 /** Builds the registration operation the admin API calls. */
 export function createRegistration(deps: RegistrationDeps): RegisterDeployment {
-  const store = deps.store ?? (deps.pool === undefined ? deps.registry.store : new PgSchemaStore(deps.pool));
+  const store = deps.store ?? deps.registry.store;
   const runDiscovery = deps.discover ?? discover;
   const now = deps.now ?? (() => new Date());
   const log = deps.logger.child({ component: 'registration' });
@@ -302,7 +300,7 @@ export function createRegistration(deps: RegistrationDeps): RegisterDeployment {
     if (!req.dryRun && result.outcome !== 'unchanged') {
       log.info(
         {
-          'service.deployment.id': result.deployment.id,
+          [LOG_FIELDS.deploymentId]: result.deployment.id,
           uri,
           outcome: result.outcome,
           services: result.deployment.services,

@@ -1,6 +1,4 @@
 import type { InvokerConfig, KafkaConfig, RetryPolicyConfig, ServiceDefaultsConfig } from '../config/config.ts';
-import type { Pool } from '../storage/pg/pool.ts';
-import { PgSchemaStore } from '../storage/pg/tables/schema.ts';
 import type { SchemaChangeSubscription, SchemaRows, SchemaStore } from './store.ts';
 import type {
   ActiveService,
@@ -103,17 +101,17 @@ export class SchemaRegistry {
   private loading: Promise<void> = Promise.resolve();
 
   /**
-   * `storage` is the runtime's pool (or any `SchemaStore`, e.g. in tests); the other arguments are the config
-   * sections that give services their defaults.
+   * `store` holds the schema tables (`PgSchemaStore` in the runtime, handed in by the composition root); the other
+   * arguments are the config sections that give services their defaults.
    */
   constructor(
-    storage: Pool | SchemaStore,
+    store: SchemaStore,
     serviceDefaults: ServiceDefaultsConfig,
     retryPolicy: RetryPolicyConfig,
     invoker: Pick<InvokerConfig, 'inactivityTimeoutMs' | 'abortTimeoutMs'> = RESTATE_INVOKER_TIMEOUTS,
     kafka: KafkaConfig = { clusters: [] },
   ) {
-    this.store = 'transaction' in storage ? storage : new PgSchemaStore(storage);
+    this.store = store;
     this.defaults = serviceDefaultsFromConfig(serviceDefaults, retryPolicy, invoker);
     this.staticKafkaClusters = kafka.clusters.map((c) => ({
       name: c.name,

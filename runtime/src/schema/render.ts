@@ -1,4 +1,5 @@
 import { formatDuration } from '../config/units.ts';
+import { clampJournalRetention, effectiveHandlerSettings } from './handler-settings.ts';
 import type {
   ActiveService,
   DeploymentSchema,
@@ -168,13 +169,32 @@ function inactivityInfo(what: 'service' | 'handler', configuredMs: number): Sche
   };
 }
 
-function renderHandler(handler: HandlerSchema, servicePublic: boolean, ctx: RenderContext): HandlerMetadataJson {
+/** restate's note on a journal retention above `max-journal-retention`, which is shown (and applied) reduced. */
+const JOURNAL_RETENTION_CLAMPED_INFO: SchemaInfoJson = {
+  code: 'RT0022',
+  message: 'The configured journal_retention is clamped to the maximum server limit.',
+};
+
+/**
+ * `HandlerMetadata`: the handler's own settings (what it inherits is on the service), except `public`, which is its
+ * effective visibility.
+ */
+export function renderHandlerOf(
+  service: ActiveService,
+  handler: HandlerSchema,
+  ctx: RenderContext,
+): HandlerMetadataJson {
   const requestResponse = ctx.protocolType === 'RequestResponse';
   const p = handler.retryPolicy;
   const info: SchemaInfoJson[] = [];
   if (requestResponse && handler.inactivityTimeoutMs !== undefined) {
     info.push(inactivityInfo('handler', handler.inactivityTimeoutMs));
   }
+  const journal =
+    handler.journalRetentionMs === undefined
+      ? undefined
+      : clampJournalRetention(handler.journalRetentionMs, ctx.defaults);
+  if (journal?.clamped === true) info.push(JOURNAL_RETENTION_CLAMPED_INFO);
   return {
     name: handler.name,
     ...(handler.ty === undefined ? {} : { ty: handler.ty }),
@@ -183,15 +203,13 @@ function renderHandler(handler: HandlerSchema, servicePublic: boolean, ctx: Rend
     ...(handler.idempotencyRetentionMs === undefined
       ? {}
       : { idempotency_retention: formatDuration(handler.idempotencyRetentionMs) }),
-    ...(handler.journalRetentionMs === undefined
-      ? {}
-      : { journal_retention: formatDuration(handler.journalRetentionMs) }),
+    ...(journal === undefined ? {} : { journal_retention: formatDuration(journal.valueMs) }),
     ...(handler.inactivityTimeoutMs === undefined || requestResponse
       ? {}
       : { inactivity_timeout: formatDuration(handler.inactivityTimeoutMs) }),
     ...(handler.abortTimeoutMs === undefined ? {} : { abort_timeout: formatDuration(handler.abortTimeoutMs) }),
     ...(handler.enableLazyState === undefined ? {} : { enable_lazy_state: handler.enableLazyState }),
-    public: servicePublic && handler.ingressPrivate !== true,
+    public: effectiveHandlerSettings(service, handler, ctx.defaults).public,
     input_description: inputDescription(handler.input),
     output_description: outputDescription(handler.output),
     ...(handler.input.jsonSchema === undefined ? {} : { input_json_schema: sortKeys(handler.input.jsonSchema) }),
@@ -207,61 +225,46 @@ function renderHandler(handler: HandlerSchema, servicePublic: boolean, ctx: Rend
   };
 }
 
-/** `ServiceMetadata` of one revision of a service; `overrides` apply to the latest revision only. */
+/**
+ * `ServiceMetadata` of one revision of a service (`overrides` apply to the latest revision only): its settings as a
+ * whole, resolved by `effectiveHandlerSettings`.
+ */
 export function renderService(service: ActiveService, ctx: RenderContext): ServiceMetadataJson {
   const { schema, overrides } = service;
-  const d = ctx.defaults;
+  const settings = effectiveHandlerSettings(service, undefined, ctx.defaults);
   const requestResponse = ctx.protocolType === 'RequestResponse';
-  const servicePublic = overrides.public ?? schema.ingressPrivate !== true;
   const configuredInactivity = overrides.inactivityTimeoutMs ?? schema.inactivityTimeoutMs;
   const info: SchemaInfoJson[] = [];
   if (requestResponse && configuredInactivity !== undefined) info.push(inactivityInfo('service', configuredInactivity));
-  const retry = schema.retryPolicy;
+  if (settings.journalRetentionClamped) info.push(JOURNAL_RETENTION_CLAMPED_INFO);
+  const retry = settings.retryPolicy;
   return {
     name: schema.name,
     ty: schema.ty,
-    handlers: schema.handlers.map((h) => renderHandler(h, servicePublic, ctx)),
+    handlers: schema.handlers.map((h) => renderHandlerOf(service, h, ctx)),
     ...(schema.documentation === undefined ? {} : { documentation: schema.documentation }),
     ...(nonEmpty(schema.metadata) ? { metadata: schema.metadata } : {}),
     deployment_id: service.deploymentId,
     revision: service.revision,
-    public: servicePublic,
-    idempotency_retention: formatDuration(
-      overrides.idempotencyRetentionMs ?? schema.idempotencyRetentionMs ?? d.idempotencyRetentionMs,
-    ),
-    ...(schema.ty === 'Workflow'
-      ? {
-          workflow_completion_retention: formatDuration(
-            overrides.workflowCompletionRetentionMs ??
-              schema.workflowCompletionRetentionMs ??
-              d.workflowCompletionRetentionMs,
-          ),
-        }
-      : {}),
-    journal_retention: formatDuration(
-      overrides.journalRetentionMs ?? schema.journalRetentionMs ?? d.journalRetentionMs,
-    ),
+    public: settings.public,
+    idempotency_retention: formatDuration(settings.idempotencyRetentionMs),
+    ...(settings.workflowCompletionRetentionMs === undefined
+      ? {}
+      : { workflow_completion_retention: formatDuration(settings.workflowCompletionRetentionMs) }),
+    journal_retention: formatDuration(settings.journalRetentionMs),
     // A request/response deployment cannot be asked to suspend on inactivity: restate shows 0s.
-    inactivity_timeout: formatDuration(requestResponse ? 0 : (configuredInactivity ?? d.inactivityTimeoutMs)),
-    abort_timeout: formatDuration(overrides.abortTimeoutMs ?? schema.abortTimeoutMs ?? d.abortTimeoutMs),
-    enable_lazy_state: schema.enableLazyState ?? false,
+    inactivity_timeout: formatDuration(requestResponse ? 0 : settings.inactivityTimeoutMs),
+    abort_timeout: formatDuration(settings.abortTimeoutMs),
+    enable_lazy_state: settings.enableLazyState,
     retry_policy: {
-      initial_interval: formatDuration(retry.initialIntervalMs ?? d.retryPolicy.initialIntervalMs),
-      exponentiation_factor: retry.exponentiationFactor ?? d.retryPolicy.exponentiationFactor,
-      max_attempts: retry.maxAttempts ?? d.retryPolicy.maxAttempts,
-      max_interval: formatDuration(retry.maxIntervalMs ?? d.retryPolicy.maxIntervalMs),
-      on_max_attempts: retry.onMaxAttempts ?? d.retryPolicy.onMaxAttempts,
+      initial_interval: formatDuration(retry.initialIntervalMs),
+      exponentiation_factor: retry.exponentiationFactor,
+      max_attempts: retry.maxAttempts,
+      max_interval: formatDuration(retry.maxIntervalMs),
+      on_max_attempts: retry.onMaxAttempts,
     },
     ...(info.length === 0 ? {} : { info }),
   };
-}
-
-export function renderHandlerOf(
-  service: ActiveService,
-  handler: HandlerSchema,
-  ctx: RenderContext,
-): HandlerMetadataJson {
-  return renderHandler(handler, service.overrides.public ?? service.schema.ingressPrivate !== true, ctx);
 }
 
 export function renderRegisterResponse(

@@ -1,4 +1,5 @@
 import { normalizeDeploymentUri } from '../service-client/discovery.ts';
+import { LOG_FIELDS } from '../telemetry/logger.ts';
 import { DeploymentNotFoundError, IncompatibleDeploymentUpdateError, SchemaNotFoundError } from './errors.ts';
 import type { SchemaOperationDeps } from './operation-deps.ts';
 import { discoverEndpoint, type Discovered } from './register.ts';
@@ -178,7 +179,7 @@ export function createUpdateDeployment(deps: SchemaOperationDeps): UpdateDeploym
     }
     log.info(
       {
-        'service.deployment.id': id,
+        [LOG_FIELDS.deploymentId]: id,
         uri: planned.deployment.uri,
         previousUri: existing.uri,
         overwrite: req.overwrite,

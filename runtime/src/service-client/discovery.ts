@@ -14,7 +14,7 @@ import {
   DiscoveryFailedError,
   Http2DiscoveryFailedError,
   InvalidRegistrationFieldError,
-} from '../schema/errors.ts';
+} from './errors.ts';
 
 /**
  * Deployment discovery (`GET {uri}/discover`), the way restate-server does it: HTTP/2 cleartext with prior knowledge

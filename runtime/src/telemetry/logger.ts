@@ -13,6 +13,8 @@ export const LOG_FIELDS = {
   invocationId: 'service.invocation.id',
   invocationTarget: 'service.invocation.target',
   deploymentId: 'service.deployment.id',
+  /** The name of a service (restate's span attribute for it). */
+  serviceName: 'rpc.service',
   /** The META/RT code of an error or warning, e.g. `RT0007`. */
   errorCode: 'error.code',
 } as const;
@@ -26,8 +28,8 @@ export interface CreateLoggerOptions {
 
 /**
  * The process's one root logger: JSON lines, `level` as a label (`"info"`, not `30`), ISO time. Every part of the
- * runtime takes a child: `logger.child({ component: 'engine' })` (see `componentLogger`). `level: 'silent'` turns
- * logging off, which is what tests use.
+ * runtime takes a child: `logger.child({ component: 'engine' })`. `level: 'silent'` turns logging off, which is what
+ * tests use.
  */
 export function createLogger(config: Pick<LogConfig, 'level'>, options: CreateLoggerOptions = {}): Logger {
   const loggerOptions = {
@@ -40,18 +42,4 @@ export function createLogger(config: Pick<LogConfig, 'level'>, options: CreateLo
     },
   };
   return options.destination === undefined ? pino(loggerOptions) : pino(loggerOptions, options.destination);
-}
-
-/** `root.child({ component })`: the logger each runtime component is handed. */
-export function componentLogger(root: Logger, component: string): Logger {
-  return root.child({ [LOG_FIELDS.component]: component });
-}
-
-/** A logger whose lines carry the invocation id (and target when given) under the specification's field names. */
-export function invocationLogger(parent: Logger, invocationId: string, target?: string): Logger {
-  return parent.child(
-    target === undefined
-      ? { [LOG_FIELDS.invocationId]: invocationId }
-      : { [LOG_FIELDS.invocationId]: invocationId, [LOG_FIELDS.invocationTarget]: target },
-  );
 }

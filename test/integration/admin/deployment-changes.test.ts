@@ -301,7 +301,12 @@ describe('PATCH /deployments/{id}', () => {
 
   it('reaches other runtime processes (NOTIFY)', async () => {
     const config = loadConfig({ env: {} });
-    const other = new SchemaRegistry(admin.pool, config.serviceDefaults, config.defaultRetryPolicy, config.invoker);
+    const other = new SchemaRegistry(
+      admin.registry.store,
+      config.serviceDefaults,
+      config.defaultRetryPolicy,
+      config.invoker,
+    );
     const watch = await other.watch(() => undefined);
     try {
       await waitFor(() => expect(other.deployment(id)).toBeDefined());

@@ -11,6 +11,7 @@ import { createRegistration } from '../../../runtime/src/schema/register.ts';
 import { SchemaRegistry } from '../../../runtime/src/schema/registry.ts';
 import { migrate } from '../../../runtime/src/storage/pg/migrate.ts';
 import { createPool, type Pool } from '../../../runtime/src/storage/pg/pool.ts';
+import { PgSchemaStore } from '../../../runtime/src/storage/pg/tables/schema.ts';
 import '../../support/polyfill.ts';
 import { LOOPBACK, loopbackUrl } from '../../support/ports.ts';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
@@ -54,7 +55,7 @@ export async function startAdminHarness(options: AdminHarnessOptions = {}): Prom
   const config = loadConfig({ env: { RATCHET_CLUSTER_NAME: options.clusterName ?? 'admin-test', ...options.env } });
   const logger = options.logger ?? pino({ level: process.env['RATCHET_TEST_LOG_LEVEL'] ?? 'silent' });
   const registry = new SchemaRegistry(
-    pool,
+    new PgSchemaStore(pool),
     config.serviceDefaults,
     config.defaultRetryPolicy,
     config.invoker,

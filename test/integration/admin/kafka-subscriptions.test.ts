@@ -331,7 +331,12 @@ describe('/subscriptions', () => {
 
   it('deletes subscriptions (202, then 404), and every change reaches other processes', async () => {
     const config = loadConfig({ env: {} });
-    const other = new SchemaRegistry(admin.pool, config.serviceDefaults, config.defaultRetryPolicy, config.invoker);
+    const other = new SchemaRegistry(
+      admin.registry.store,
+      config.serviceDefaults,
+      config.defaultRetryPolicy,
+      config.invoker,
+    );
     const watch = await other.watch(() => undefined);
     try {
       await waitFor(() => expect(other.subscription(id)).toBeDefined());

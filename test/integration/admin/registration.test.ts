@@ -313,7 +313,12 @@ describe('registering an HTTP/2 deployment', () => {
 
   it('keeps everything across a reload from storage', async () => {
     const config = loadConfig({ env: {} });
-    const fresh = new SchemaRegistry(admin.pool, config.serviceDefaults, config.defaultRetryPolicy, config.invoker);
+    const fresh = new SchemaRegistry(
+      admin.registry.store,
+      config.serviceDefaults,
+      config.defaultRetryPolicy,
+      config.invoker,
+    );
     await fresh.load();
     expect(fresh.deployments()).toEqual(admin.registry.deployments());
     expect(fresh.services()).toEqual(admin.registry.services());
@@ -604,7 +609,12 @@ describe('conflicts between deployments', () => {
 describe('other runtime processes', () => {
   it('see registrations through LISTEN/NOTIFY and tell their onChange listeners', async () => {
     const config = loadConfig({ env: {} });
-    const other = new SchemaRegistry(admin.pool, config.serviceDefaults, config.defaultRetryPolicy, config.invoker);
+    const other = new SchemaRegistry(
+      admin.registry.store,
+      config.serviceDefaults,
+      config.defaultRetryPolicy,
+      config.invoker,
+    );
     let changes = 0;
     const unsubscribe = other.onChange(() => {
       changes += 1;

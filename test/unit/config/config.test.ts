@@ -53,7 +53,6 @@ describe('loadConfig defaults', () => {
         messageSizeLimitBytes: 32 * 1024 * 1024,
         maxAwaitedFutureDepth: 1000,
         maxProtocolVersion: 7,
-        concurrencyLimit: undefined,
       },
       defaultRetryPolicy: {
         initialIntervalMs: 500,
@@ -123,7 +122,7 @@ level = "debug"
 [invoker]
 abort-timeout = "30m"
 message-size-limit = 1048576
-concurrency-limit = 500
+max-awaited-future-depth = 500
 
 [default-retry-policy]
 initial-interval = "100ms"
@@ -148,7 +147,7 @@ group-commit-concurrency = 4
     expect(config.invoker).toMatchObject({
       abortTimeoutMs: 1_800_000,
       messageSizeLimitBytes: 1_048_576,
-      concurrencyLimit: 500,
+      maxAwaitedFutureDepth: 500,
     });
     expect(config.defaultRetryPolicy).toMatchObject({
       initialIntervalMs: 100,
@@ -247,7 +246,6 @@ describe('loadConfig errors name the offending key (RT0002)', () => {
     ['RATCHET_INVOKER_MESSAGE_SIZE_LIMIT', '32 MB/s', /expected a number of bytes/],
     ['RATCHET_INVOKER_MESSAGE_SIZE_LIMIT', '8 GiB', /at most 4294967295 bytes/],
     ['RATCHET_INVOKER_MAX_AWAITED_FUTURE_DEPTH', '1e400', /whole number/],
-    ['RATCHET_INVOKER_CONCURRENCY_LIMIT', '2.5', /whole number/],
     ['RATCHET_RETRY_INITIAL_INTERVAL', 'soon', /duration/],
     ['RATCHET_RETRY_EXPONENTIATION_FACTOR', '0.5', /at least 1/],
     ['RATCHET_RETRY_EXPONENTIATION_FACTOR', 'two', /expected a number/],

@@ -20,7 +20,6 @@ export const DELETION_POLICIES = ['Drain', 'DrainThenForce', 'Force', 'Orphan'] 
 export type DeletionPolicy = (typeof DELETION_POLICIES)[number];
 
 export const SUPERSEDED_STATES = ['Draining', 'Drained', 'Deregistered'] as const;
-export type SupersededState = (typeof SUPERSEDED_STATES)[number];
 
 /** Lambda ARNs must name a version or alias: an unqualified ARN would silently follow $LATEST. */
 export const QUALIFIED_LAMBDA_ARN =

@@ -7,7 +7,6 @@ import { Conditions, LocalObjectReference, Name, StringEnum, StringMap, cel, imm
  */
 
 export const SUBSCRIPTION_DELETION_POLICIES = ['Delete', 'Retain'] as const;
-export type SubscriptionDeletionPolicy = (typeof SUBSCRIPTION_DELETION_POLICIES)[number];
 
 export const SubscriptionSpec = Type.Object(
   {

@@ -1,1 +1,1 @@
-export { createSubscriptionController, subscriptionController } from './controller.ts';
+export { subscriptionController } from './controller.ts';

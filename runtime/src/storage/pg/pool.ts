@@ -1,7 +1,7 @@
 import pg from 'pg';
 
 export type Pool = pg.Pool;
-export type PoolClient = pg.PoolClient;
+export type Client = pg.Client;
 
 export interface PoolOptions {
   url: string;
@@ -29,6 +29,14 @@ export function createPool(options: PoolOptions): pg.Pool {
     client.on('error', () => undefined);
   });
   return pool;
+}
+
+/** A connection of its own, outside the pool (LISTEN needs one that stays open); errors end up on its queries. */
+export async function connectClient(url: string, applicationName: string): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: url, application_name: applicationName });
+  client.on('error', () => undefined);
+  await client.connect();
+  return client;
 }
 
 /** pg returns int8 as a decimal string; partition keys are u64 stored as i64. */

@@ -35,9 +35,3 @@ export interface WriteOp {
   /** Runs when the write did not commit or its outcome is unknown. */
   onFailed?: () => void;
 }
-
-export function newWriteOp(partition?: number, keys?: string[]): WriteOp {
-  const op: WriteOp = { partitions: partition === undefined ? [] : [partition], stmts: [], journal: [] };
-  if (keys !== undefined) op.keys = keys;
-  return op;
-}

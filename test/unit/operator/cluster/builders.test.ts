@@ -423,12 +423,12 @@ describe('runtime ConfigMap', () => {
       cluster: { 'advertised-address': '10.0.0.1', 'shutdown-delay': '1m', 'lease-timeout': '5s' },
       'database.url': 'flat form too',
       worker: { 'cleanup-interval': '1m' },
-      invoker: { 'inactivity-timeout': '1m', 'concurrency-limit': 100 },
+      invoker: { 'max-awaited-future-depth': 100, 'inactivity-timeout': '1m' },
       log: { level: 'debug' },
     });
     expect(parse(toml)).toEqual({
       cluster: { 'lease-timeout': '5s' },
-      invoker: { 'concurrency-limit': 100, 'inactivity-timeout': '1m' },
+      invoker: { 'inactivity-timeout': '1m', 'max-awaited-future-depth': 100 },
       log: { level: 'debug' },
       worker: { 'cleanup-interval': '1m' },
     });

@@ -1,11 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { ListResult, ListWatchSource, WatchHandle } from '../../../../operator/src/kube/port.ts';
 import type { KubeObject } from '../../../../operator/src/kube/types.ts';
-import {
-  Informer,
-  type ListResult,
-  type ListWatchSource,
-  type WatchHandle,
-} from '../../../../operator/src/reconcile/informer.ts';
+import { Informer } from '../../../../operator/src/reconcile/informer.ts';
 import { silentLogger } from '../../../../operator/src/telemetry/logger.ts';
 
 /** A collection with a resourceVersion counter; at most one watch open, which the test can feed or break. */

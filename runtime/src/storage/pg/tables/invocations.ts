@@ -4,7 +4,7 @@ import { MessageType } from '../../../protocol/message-types.ts';
 import { i64ToU64, u64ToI64 } from '../pool.ts';
 import type { InvocationStatus, InvocationRow, NewInvocation, InvocationUpdate } from '../../rows.ts';
 
-export type { InvocationStatus, InvocationRow, NewInvocation, InvocationUpdate };
+export type { InvocationRow, NewInvocation, InvocationUpdate };
 
 const INPUT_COMMAND = MessageType.InputCommand;
 

@@ -42,18 +42,3 @@ export async function listLocks(
     invocationId: r.invocation_id!,
   }));
 }
-
-/** The oldest inboxed invocation of a key, which takes the lock when the holder completes. */
-export async function nextInboxed(
-  db: pg.Pool | pg.ClientBase,
-  service: string,
-  key: string,
-): Promise<string | undefined> {
-  const res = await db.query({
-    name: 'inbox_next',
-    text: `SELECT id FROM ratchet.invocation WHERE status = 'inboxed' AND service_name = $1 AND service_key = $2
-           ORDER BY inbox_seq LIMIT 1`,
-    values: [service, key],
-  });
-  return (res.rows[0] as { id: string } | undefined)?.id;
-}

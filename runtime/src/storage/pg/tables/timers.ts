@@ -2,7 +2,7 @@ import type pg from 'pg';
 import type { Stmt } from '../sql.ts';
 import type { TimerKind, TimerRow } from '../../rows.ts';
 
-export type { TimerKind, TimerRow };
+export type { TimerRow };
 
 export function insertTimer(t: Omit<TimerRow, 'id'>, onId: (id: string) => void): Stmt {
   return {
