@@ -171,18 +171,8 @@ export async function startRuntime(
       {
         node: config.nodeName,
         partitions,
-        defaultRetryPolicy: {
-          initialIntervalMs: config.defaultRetryPolicy.initialIntervalMs,
-          exponentiationFactor: config.defaultRetryPolicy.exponentiationFactor,
-          maxIntervalMs: config.defaultRetryPolicy.maxIntervalMs,
-          maxAttempts: config.defaultRetryPolicy.maxAttempts,
-          onMaxAttempts: config.defaultRetryPolicy.onMaxAttempts === 'kill' ? 'Kill' : 'Pause',
-        },
         maxAwaitedFutureDepth: config.invoker.maxAwaitedFutureDepth,
         maxProtocolVersion: config.invoker.maxProtocolVersion,
-        defaultIdempotencyRetentionMs: config.serviceDefaults.idempotencyRetentionMs,
-        defaultJournalRetentionMs: config.serviceDefaults.journalRetentionMs,
-        defaultWorkflowCompletionRetentionMs: config.serviceDefaults.workflowCompletionRetentionMs,
       },
       {
         storage: new PgStorage(pool, committer, leases),

@@ -3,6 +3,7 @@ import { newUlidString, randomU64 } from '../ids/ulid.ts';
 import { MessageType } from '../protocol/message-types.ts';
 import * as codec from './codec.ts';
 import { InvocationCtx } from './invocation.ts';
+import { invocationRetention } from '../schema/handler-settings.ts';
 import type { AcceptRequest, AcceptResult } from './types.ts';
 import { type PartitionProcessor, orderKey, lockKey, rerouteIfFenced } from './processor.ts';
 import {
@@ -75,21 +76,13 @@ export function newInvocation(
   const pk = InvocationId.partitionKey(id as InvocationId);
   const executionTime =
     req.delayMs !== undefined && req.delayMs > 0 ? new Date(now.getTime() + req.delayMs) : undefined;
-  const service = p.deps.registry.service(req.service.name);
-  const retention = workflowRun
-    ? (req.handler.workflowCompletionRetentionMs ??
-      service?.overrides.workflowCompletionRetentionMs ??
-      service?.schema.workflowCompletionRetentionMs ??
-      p.options.defaultWorkflowCompletionRetentionMs)
-    : (req.handler.idempotencyRetentionMs ??
-      service?.overrides.idempotencyRetentionMs ??
-      service?.schema.idempotencyRetentionMs ??
-      p.options.defaultIdempotencyRetentionMs);
-  const journalRetention =
-    req.handler.journalRetentionMs ??
-    service?.overrides.journalRetentionMs ??
-    service?.schema.journalRetentionMs ??
-    p.options.defaultJournalRetentionMs;
+  // Retained as restate retains it: a workflow run for the workflow completion retention, a call with an idempotency
+  // key for the idempotency retention, any other for its journal retention.
+  const settings = p.settingsOf(req.service.name, req.handler.name) ?? p.deps.registry.defaults;
+  const retention = invocationRetention(settings, {
+    workflowRun,
+    idempotencyKey: req.idempotencyKey !== undefined,
+  });
   return {
     ctxRow: {
       id,
@@ -110,8 +103,8 @@ export function newInvocation(
       inboxSeq: false,
       createdAt: now,
       scheduledStartAt: executionTime ?? null,
-      completionRetentionMs: retention,
-      journalRetentionMs: journalRetention,
+      completionRetentionMs: retention.completionRetentionMs,
+      journalRetentionMs: retention.journalRetentionMs,
     },
     inputRaw: codec.inputCommand(req.headers, req.body),
     executionTime,

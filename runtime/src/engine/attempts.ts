@@ -27,9 +27,8 @@ export async function startAttempt(p: PartitionProcessor, ctx: InvocationCtx): P
       return;
     }
     const { deployment, protocolVersion } = pinned;
-    const service = p.deps.registry.service(ctx.serviceName);
-    const handler = service?.schema.handlers.find((h) => h.name === ctx.handlerName);
-    const lazy = handler?.enableLazyState ?? service?.schema.enableLazyState ?? false;
+    const settings = p.settingsOf(ctx.serviceName, ctx.handlerName);
+    const lazy = settings?.enableLazyState ?? false;
     let stateMap: StateEntry[] = [];
     let partialState = true;
     if (ctx.serviceKey !== null && !lazy) {
@@ -57,9 +56,8 @@ export async function startAttempt(p: PartitionProcessor, ctx: InvocationCtx): P
       retryCountSinceLastStoredEntry: ctx.retrySinceAppend,
       durationSinceLastStoredEntryMs: Date.now() - ctx.lastAppendAt,
       randomSeed: ctx.randomSeed,
-      inactivityTimeoutMs:
-        handler?.inactivityTimeoutMs ?? service?.overrides.inactivityTimeoutMs ?? service?.schema.inactivityTimeoutMs,
-      abortTimeoutMs: handler?.abortTimeoutMs ?? service?.overrides.abortTimeoutMs ?? service?.schema.abortTimeoutMs,
+      inactivityTimeoutMs: settings?.inactivityTimeoutMs,
+      abortTimeoutMs: settings?.abortTimeoutMs,
     });
     ctx.attemptStarted(attempt, journal.length);
     const now = new Date();

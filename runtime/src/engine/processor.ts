@@ -2,8 +2,8 @@ import { LOG_FIELDS } from '../telemetry/logger.ts';
 import type { Logger } from 'pino';
 import type { ErrorCode } from '../errors/codes.ts';
 import type { InvocationId } from '../ids/invocation-id.ts';
-import type { RetryPolicy } from '../invoker/retry-policy.ts';
 import type { SchemaRegistry } from '../schema/registry.ts';
+import { effectiveHandlerSettings, type HandlerSettings } from '../schema/handler-settings.ts';
 import type { AttemptStarter } from '../invoker/invoker.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import * as codec from './codec.ts';
@@ -22,12 +22,8 @@ import { partitionFor, partitionKeyForKey } from '../ids/partition-key.ts';
 export interface EngineOptions {
   node: string;
   partitions: number;
-  defaultRetryPolicy: RetryPolicy;
   maxAwaitedFutureDepth: number;
   maxProtocolVersion: number;
-  defaultIdempotencyRetentionMs: number;
-  defaultJournalRetentionMs: number;
-  defaultWorkflowCompletionRetentionMs: number;
 }
 
 export interface EngineDeps {
@@ -90,6 +86,17 @@ export class PartitionProcessor {
   ) {
     this.log = deps.logger.child({ component: 'engine' });
     this.timers = new TimerQueue((t) => this.roles.fireTimer(t));
+  }
+
+  /**
+   * The settings a handler's invocations run with (retentions, timeouts, lazy state, retry policy), as the admin API
+   * shows them; undefined when the service is no longer registered.
+   */
+  settingsOf(serviceName: string, handlerName: string): HandlerSettings | undefined {
+    const service = this.deps.registry.service(serviceName);
+    if (service === undefined) return undefined;
+    const handler = service.schema.handlers.find((h) => h.name === handlerName);
+    return effectiveHandlerSettings(service, handler, this.deps.registry.defaults);
   }
 
   /** Whether this process serves `partition` now (requests for others go to their owner). */

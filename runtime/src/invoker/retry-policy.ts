@@ -1,4 +1,4 @@
-import type { OnMaxAttempts, RetryPolicyOverrides } from '../schema/types.ts';
+import type { OnMaxAttempts } from '../schema/types.ts';
 
 export interface RetryPolicy {
   initialIntervalMs: number;
@@ -7,22 +7,6 @@ export interface RetryPolicy {
   /** undefined = retry forever. */
   maxAttempts: number | undefined;
   onMaxAttempts: OnMaxAttempts;
-}
-
-/** Handler settings win over service settings, which win over the server default. */
-export function effectiveRetryPolicy(
-  serverDefault: RetryPolicy,
-  service: RetryPolicyOverrides,
-  handler: RetryPolicyOverrides,
-): RetryPolicy {
-  return {
-    initialIntervalMs: handler.initialIntervalMs ?? service.initialIntervalMs ?? serverDefault.initialIntervalMs,
-    exponentiationFactor:
-      handler.exponentiationFactor ?? service.exponentiationFactor ?? serverDefault.exponentiationFactor,
-    maxIntervalMs: handler.maxIntervalMs ?? service.maxIntervalMs ?? serverDefault.maxIntervalMs,
-    maxAttempts: handler.maxAttempts ?? service.maxAttempts ?? serverDefault.maxAttempts,
-    onMaxAttempts: handler.onMaxAttempts ?? service.onMaxAttempts ?? serverDefault.onMaxAttempts,
-  };
 }
 
 export type RetryDecision = { kind: 'retry'; delayMs: number } | { kind: 'exhausted'; onMaxAttempts: OnMaxAttempts };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decideRetry, effectiveRetryPolicy, type RetryPolicy } from '../../../runtime/src/invoker/retry-policy.ts';
+import { decideRetry, type RetryPolicy } from '../../../runtime/src/invoker/retry-policy.ts';
 
 const server: RetryPolicy = {
   initialIntervalMs: 500,
@@ -30,20 +30,5 @@ describe('retry policy', () => {
 
   it('honours a delay requested in front of the deployment (Retry-After on 429/503)', () => {
     expect(decideRetry(server, 1, 7000)).toEqual({ kind: 'retry', delayMs: 7000 });
-  });
-
-  it('lets handler settings win over service settings over the server default', () => {
-    const p = effectiveRetryPolicy(
-      server,
-      { initialIntervalMs: 100, maxAttempts: 5 },
-      { maxAttempts: 2, onMaxAttempts: 'Kill' },
-    );
-    expect(p).toEqual({
-      initialIntervalMs: 100,
-      exponentiationFactor: 2,
-      maxIntervalMs: 60_000,
-      maxAttempts: 2,
-      onMaxAttempts: 'Kill',
-    });
   });
 });

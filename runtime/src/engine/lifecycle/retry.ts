@@ -1,5 +1,5 @@
 import { LOG_FIELDS } from '../../telemetry/logger.ts';
-import { decideRetry, effectiveRetryPolicy, type RetryDecision } from '../../invoker/retry-policy.ts';
+import { decideRetry, type RetryDecision } from '../../invoker/retry-policy.ts';
 import { type InvocationCtx } from '../invocation.ts';
 import { type PartitionProcessor, type EngineFailure } from '../processor.ts';
 import { invocationWrite, timerWrite } from '../../storage/api.ts';
@@ -10,13 +10,7 @@ export function handleFailure(p: PartitionProcessor, ctx: InvocationCtx, failure
   ctx.retryCount += 1;
   ctx.retrySinceAppend += 1;
   p.deps.metrics.attemptFailures.inc({ code: failure.rtCode });
-  const service = p.deps.registry.service(ctx.serviceName);
-  const handler = service?.schema.handlers.find((h) => h.name === ctx.handlerName);
-  const policy = effectiveRetryPolicy(
-    p.options.defaultRetryPolicy,
-    service?.schema.retryPolicy ?? {},
-    handler?.retryPolicy ?? {},
-  );
+  const policy = p.settingsOf(ctx.serviceName, ctx.handlerName)?.retryPolicy ?? p.deps.registry.defaults.retryPolicy;
   // A next_retry_delay from the SDK is its own retry loop (ctx.run retry options, RetryableError): the SDK counts
   // those attempts and fails the run terminally when they are exhausted. restate-server takes that delay instead of
   // advancing the invocation retry policy, so such a failure neither spends one of its attempts nor can exhaust it.
