@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { loadConfig, type Config } from './config/config.ts';
 import { DataDirLockedError } from './errors/config-errors.ts';
 import { RatchetError } from './errors/errors.ts';
-import { startRuntime, type RuntimeHandle } from './runtime.ts';
+import { createNode, type RuntimeHandle } from './runtime.ts';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from './storage/pg/embedded.ts';
 import { createLogger, type Logger } from './telemetry/logger.ts';
 
@@ -44,7 +44,7 @@ async function main(): Promise<void> {
       databaseUrl = embedded.url;
     }
     if (stopping) return; // a signal came while PostgreSQL started: stop() takes it down again
-    runtime = await startRuntime(config, databaseUrl, logger, { onFatal: (reason) => void stop(reason, 1) });
+    runtime = await createNode(config, { databaseUrl, logger, onFatal: (reason) => void stop(reason, 1) });
   };
 
   // A signal during startup waits for it, then stops whatever came up, so a Ctrl-C while PostgreSQL initialises leaves

@@ -22,14 +22,15 @@ import { ensureIntrospectionViews } from './introspection/views.ts';
 import { buildProbesApp } from './probes/app.ts';
 import { listen } from './listeners/serve.ts';
 import { SchemaRegistry } from './schema/registry.ts';
-import { createRegistration } from './schema/register.ts';
+import { createSchemaOperations, type SchemaOperations } from './schema/operations.ts';
+import { createRegistration, type RegisterDeployment } from './schema/register.ts';
 import { Http1Client, Http2Client } from './service-client/transport.ts';
 import { GroupCommitter } from './storage/pg/group-commit.ts';
 import { PartitionLeases } from './storage/pg/leases.ts';
 import { recordedPartitionCount } from './storage/pg/meta.ts';
 import { PgSchemaStore } from './storage/pg/tables/schema.ts';
 import { migrate } from './storage/pg/migrate.ts';
-import { connectClient, createPool } from './storage/pg/pool.ts';
+import { connectClient, createPool, type Pool } from './storage/pg/pool.ts';
 import { createMetrics } from './telemetry/metrics.ts';
 
 export const RATCHET_VERSION = (
@@ -54,21 +55,50 @@ export interface RuntimeHandle {
   stop(): Promise<void>;
 }
 
-/**
- * Builds and starts one runtime process against `databaseUrl`: storage (migrated), schema registry, engine, and the
- * listeners. Listeners open last, so nothing is accepted before recovery has run; they close first on stop.
- */
-export interface RuntimeOptions {
+/** What a node is given besides its configuration: where its database is, where it logs, whom to tell when it must end. */
+export interface NodeOverrides {
+  databaseUrl: string;
+  logger: Logger;
   /** The runtime stopped itself and the process should end (another process registered with its node name). */
   onFatal?: (reason: string) => void;
 }
 
-export async function startRuntime(
+/** The schema side of a node: the registry over the schema tables (loaded) and what changes them. */
+export interface SchemaServices {
+  registry: SchemaRegistry;
+  register: RegisterDeployment;
+  operations: SchemaOperations;
+}
+
+/**
+ * Builds the schema side of a node on `pool`: the registry (loaded) and the registration and schema operations the
+ * admin API runs. The one wiring of it: the node uses it, and so does the admin API's test harness.
+ */
+export async function createSchema(
+  pool: Pool,
   config: Config,
-  databaseUrl: string,
   logger: Logger,
-  options: RuntimeOptions = {},
-): Promise<RuntimeHandle> {
+  options: { discoveryTimeoutMs?: number } = {},
+): Promise<SchemaServices> {
+  const registry = new SchemaRegistry(
+    new PgSchemaStore(pool),
+    config.serviceDefaults,
+    config.defaultRetryPolicy,
+    config.invoker,
+    config.kafka,
+  );
+  await registry.load();
+  const discovery = { registry, clusterName: config.clusterName, logger, ...options };
+  return { registry, register: createRegistration(discovery), operations: createSchemaOperations(discovery) };
+}
+
+/**
+ * The composition root: builds and starts one runtime node from its configuration — storage (migrated), schema
+ * registry, invoker, engine, cluster coordinator and the listeners. Listeners open last, so nothing is accepted
+ * before recovery has run; they close first on stop. `main.ts` and the test harnesses start nodes only through it.
+ */
+export async function createNode(config: Config, overrides: NodeOverrides): Promise<RuntimeHandle> {
+  const { databaseUrl, logger } = overrides;
   const pool = createPool({
     url: databaseUrl,
     max: config.database.poolSize,
@@ -125,14 +155,7 @@ export async function startRuntime(
       );
     }
     const metrics = createMetrics();
-    const registry = new SchemaRegistry(
-      new PgSchemaStore(pool),
-      config.serviceDefaults,
-      config.defaultRetryPolicy,
-      config.invoker,
-      config.kafka,
-    );
-    await registry.load();
+    const { registry, register, operations } = await createSchema(pool, config, logger);
     // Registrations made through another process sharing the database reach this one by LISTEN/NOTIFY.
     const watch = await registry.watch((err) => logger.warn({ err }, 'schema change notifications interrupted'));
     cleanups.push(() => Promise.resolve(watch.close()));
@@ -217,7 +240,8 @@ export async function startRuntime(
     });
     const admin = buildAdminApp({
       registry,
-      register: createRegistration({ registry, clusterName: config.clusterName, logger }),
+      register,
+      operations,
       version: RATCHET_VERSION,
       ingressEndpoint: `http://${ingressAddress}/`,
       clusterName: config.clusterName,
@@ -295,7 +319,7 @@ export async function startRuntime(
         void handle
           .stop()
           .catch(() => undefined)
-          .finally(() => options.onFatal?.('another process registered with this node name')),
+          .finally(() => overrides.onFatal?.('another process registered with this node name')),
     );
     cluster = coordinator;
     const started = coordinator;

@@ -6,12 +6,10 @@ import type { FastifyInstance } from 'fastify';
 import { pino, type Logger } from 'pino';
 import { buildAdminApp } from '../../../runtime/src/admin/app.ts';
 import { loadConfig } from '../../../runtime/src/config/config.ts';
-import { createSchemaOperations } from '../../../runtime/src/schema/operations.ts';
-import { createRegistration } from '../../../runtime/src/schema/register.ts';
-import { SchemaRegistry } from '../../../runtime/src/schema/registry.ts';
+import { createSchema } from '../../../runtime/src/runtime.ts';
+import { type SchemaRegistry } from '../../../runtime/src/schema/registry.ts';
 import { migrate } from '../../../runtime/src/storage/pg/migrate.ts';
 import { createPool, type Pool } from '../../../runtime/src/storage/pg/pool.ts';
-import { PgSchemaStore } from '../../../runtime/src/storage/pg/tables/schema.ts';
 import '../../support/polyfill.ts';
 import { LOOPBACK, loopbackUrl } from '../../support/ports.ts';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
@@ -54,19 +52,12 @@ export async function startAdminHarness(options: AdminHarnessOptions = {}): Prom
   }
   const config = loadConfig({ env: { RATCHET_CLUSTER_NAME: options.clusterName ?? 'admin-test', ...options.env } });
   const logger = options.logger ?? pino({ level: process.env['RATCHET_TEST_LOG_LEVEL'] ?? 'silent' });
-  const registry = new SchemaRegistry(
-    new PgSchemaStore(pool),
-    config.serviceDefaults,
-    config.defaultRetryPolicy,
-    config.invoker,
-    config.kafka,
-  );
-  await registry.load();
-  const discovery = { registry, clusterName: config.clusterName, logger, discoveryTimeoutMs: 5_000 };
+  // The node's own wiring of the schema side (createSchema), with a shorter discovery timeout for the tests.
+  const { registry, register, operations } = await createSchema(pool, config, logger, { discoveryTimeoutMs: 5_000 });
   const app = buildAdminApp({
     registry,
-    register: createRegistration(discovery),
-    operations: createSchemaOperations(discovery),
+    register,
+    operations,
     version: RATCHET_TEST_VERSION,
     ingressEndpoint: 'http://127.0.0.1:8080/',
     clusterName: config.clusterName,

@@ -2,7 +2,7 @@ import * as restate from '@restatedev/restate-sdk';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../runtime/src/config/config.ts';
-import { startRuntime, type RuntimeHandle } from '../../../runtime/src/runtime.ts';
+import { createNode, type RuntimeHandle } from '../../../runtime/src/runtime.ts';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
 import { startEndpoint, type SdkEndpoint } from '../../support/sdk-endpoint.ts';
 import { waitFor } from '../../support/wait.ts';
@@ -68,7 +68,7 @@ async function start(logger = log.logger, name = 'a'): Promise<RuntimeHandle> {
       RATCHET_MAX_JOURNAL_RETENTION: '7d',
     },
   });
-  return startRuntime(config, db.url, logger);
+  return createNode(config, { databaseUrl: db.url, logger });
 }
 
 async function admin(

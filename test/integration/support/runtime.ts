@@ -1,5 +1,5 @@
 import { loadConfig } from '../../../runtime/src/config/config.ts';
-import { startRuntime, type RuntimeHandle } from '../../../runtime/src/runtime.ts';
+import { createNode, type RuntimeHandle } from '../../../runtime/src/runtime.ts';
 import { createLogger } from '../../../runtime/src/telemetry/logger.ts';
 
 export interface TestRuntime {
@@ -22,7 +22,7 @@ export async function startTestRuntime(databaseUrl: string, env: Record<string, 
       ...env,
     },
   });
-  const handle = await startRuntime(config, databaseUrl, createLogger(config.log));
+  const handle = await createNode(config, { databaseUrl, logger: createLogger(config.log) });
   return {
     ingressUrl: `http://127.0.0.1:${handle.ingress.port}`,
     adminUrl: `http://127.0.0.1:${handle.admin.port}`,
