@@ -8,6 +8,7 @@ import type {
   InvocationUpdate,
   JournalRow,
   LockRow,
+  OutboxRequest,
   OutboxRow,
   PromiseRef,
   PromiseRow,
@@ -36,13 +37,20 @@ export class MemoryStorage implements Storage {
     promises: new Map<string, PromiseRow>(),
     promiseWaiters: new Map<string, { invocationId: string; completionId: number }[]>(),
   };
-  /** Partitions held, with their epoch; every partition is held unless `release` said otherwise. */
+  /** Partitions given up; every other partition is held, at its epoch (1 unless taken back since). */
   private readonly released = new Set<number>();
+  private readonly epochs = new Map<number, number>();
   private seq = 0;
   private tail: Promise<void> = Promise.resolve();
   private closed = false;
   /** Makes the next submitted batches fail (after nothing was applied), as a lost connection would. */
   failNext = 0;
+  /**
+   * Told of every batch that failed (but not of one refused for a partition not held), before any later batch is
+   * looked at: what the group committer's `onSuspect` is to PostgreSQL. Whoever listens can `release` the partitions
+   * at once, so that nothing submitted after the failure commits, as the cluster coordinator fences them.
+   */
+  onSuspect: ((partitions: number[], err: unknown) => void) | undefined;
   readonly notified: number[][] = [];
 
   readonly invocations = {
@@ -97,15 +105,22 @@ export class MemoryStorage implements Storage {
     },
   };
   readonly timers = {
+    /** In firing order, as PostgreSQL lists them (`ORDER BY fire_at`; ties in insertion order here). */
     list: (partitions: number[]): Promise<TimerRow[]> =>
-      Promise.resolve([...this.tables.timers.values()].filter((t) => partitions.includes(t.partitionId))),
+      Promise.resolve(
+        [...this.tables.timers.values()]
+          .filter((t) => partitions.includes(t.partitionId))
+          .sort((a, b) => a.fireAt.getTime() - b.fireAt.getTime() || Number(BigInt(a.id) - BigInt(b.id)))
+          .map((t) => ({ ...t })),
+      ),
   };
   readonly outbox = {
     list: (partitions: number[]): Promise<OutboxRow[]> =>
       Promise.resolve(
         [...this.tables.outbox.values()]
           .filter((r) => partitions.includes(r.partitionId))
-          .sort((a, b) => Number(BigInt(a.seq) - BigInt(b.seq))),
+          .sort((a, b) => Number(BigInt(a.seq) - BigInt(b.seq)))
+          .map((r) => ({ ...r })),
       ),
   };
   readonly stateMutations = {
@@ -121,13 +136,19 @@ export class MemoryStorage implements Storage {
       Promise.resolve(this.tables.promises.get(promiseKeyOf(ref))),
   };
 
-  /** Gives up `partition`: batches that write it are refused from now on. */
+  /** Gives up `partition`: batches that write it are refused from now on (those queued already included). */
   release(partition: number): void {
     this.released.add(partition);
   }
 
+  /** Holds `partition` again, at a new epoch: batches submitted from now on commit again (not older ones). */
+  retake(partition: number): void {
+    if (!this.released.delete(partition)) return;
+    this.epochs.set(partition, (this.epochs.get(partition) ?? 1) + 1);
+  }
+
   epochOf(partition: number): string | undefined {
-    return this.released.has(partition) ? undefined : '1';
+    return this.released.has(partition) ? undefined : String(this.epochs.get(partition) ?? 1);
   }
 
   notifyOutbox(partitions: number[]): Promise<void> {
@@ -145,35 +166,47 @@ export class MemoryStorage implements Storage {
   }
 
   submit(batch: WriteBatch): Promise<void> {
+    // Refused when closed, as the group committer refuses it; what was submitted before still commits.
+    if (this.closed) return Promise.reject(new Error('the storage is closed'));
+    // It commits only under the epochs its partitions are held at now, as the lease guard checks them.
+    const epochs = batch.partitions.map((p) => this.epochOf(p));
     const run = this.tail.then(async () => {
       // A commit is never synchronous: whatever the engine does right after submitting runs before it.
       await Promise.resolve();
-      if (this.closed) throw new Error('the storage is closed');
-      const lost = batch.partitions.filter((p) => this.released.has(p));
-      if (lost.length > 0) throw new FencingError(lost, true);
-      if (this.failNext > 0) {
-        this.failNext -= 1;
-        throw new Error('injected write failure');
-      }
-      const undo = this.snapshot();
       try {
-        for (const w of batch.writes) {
-          if (w.onlyIf !== undefined && w.onlyIf.inserted !== true) continue;
-          if (w.unless !== undefined && w.unless.inserted !== false) continue;
-          this.apply(w);
-        }
-        for (const j of batch.journal) this.appendJournal(j);
+        this.commit(batch, epochs);
       } catch (err) {
-        undo();
+        // As the group committer: the writer hears of the failure before anything later commits.
+        if (!(err instanceof FencingError && err.unsent)) this.onSuspect?.(batch.partitions, err);
+        batch.onFailed?.();
         throw err;
       }
       batch.onCommitted?.();
     });
     this.tail = run.catch(() => undefined);
-    return run.catch((err: unknown) => {
-      batch.onFailed?.();
+    return run;
+  }
+
+  /** Applies a batch whole, or throws with nothing of it applied. */
+  private commit(batch: WriteBatch, epochs: (string | undefined)[]): void {
+    const lost = batch.partitions.filter((p, i) => epochs[i] === undefined || this.epochOf(p) !== epochs[i]);
+    if (lost.length > 0) throw new FencingError(lost, true);
+    if (this.failNext > 0) {
+      this.failNext -= 1;
+      throw new Error('injected write failure');
+    }
+    const undo = this.snapshot();
+    try {
+      for (const w of batch.writes) {
+        if (w.onlyIf !== undefined && w.onlyIf.inserted !== true) continue;
+        if (w.unless !== undefined && w.unless.inserted !== false) continue;
+        this.apply(w);
+      }
+      for (const j of batch.journal) this.appendJournal(j);
+    } catch (err) {
+      undo();
       throw err;
-    });
+    }
   }
 
   // -------------------------------------------------------------------------------------------------------------
@@ -267,7 +300,20 @@ export class MemoryStorage implements Storage {
         for (const [id, timer] of t.timers) if (timer.invocationId === w.invocationId) t.timers.delete(id);
         return;
       case 'outbox.insert':
-        (w.rows ??= []).push(this.insertOutbox(w.row));
+        // The notification's columns only, as its INSERT names them: a request or a promise source given here is
+        // not stored (they have writes of their own).
+        (w.rows ??= []).push(
+          this.insertOutbox({
+            partitionId: w.row.partitionId,
+            targetInvocationId: w.row.targetInvocationId,
+            entryType: w.row.entryType,
+            completionId: w.row.completionId,
+            signalIdx: w.row.signalIdx,
+            signalName: w.row.signalName,
+            sourceInvocationId: w.row.sourceInvocationId,
+            raw: w.row.raw === null ? null : Buffer.from(w.row.raw),
+          }),
+        );
         return;
       case 'outbox.request':
         (w.rows ??= []).push(
@@ -280,7 +326,8 @@ export class MemoryStorage implements Storage {
             signalName: null,
             sourceInvocationId: null,
             raw: null,
-            request: w.request,
+            // Stored as JSON (jsonb): what is read back is a copy, without undefined members.
+            request: JSON.parse(JSON.stringify(w.request)) as OutboxRequest,
           }),
         );
         return;
