@@ -23,7 +23,7 @@ import { deliver, pollOutbox } from './outbox.ts';
 import { PartitionProcessor, type EngineDeps, type EngineOptions } from './processor.ts';
 import { drop, recover } from './recovery.ts';
 import { awaitCompletion, completionWaiters, getCompleted, pollRemoteResults } from './results.ts';
-import { fireTimer } from './timers.ts';
+import { disarmRetry, fireTimer } from './timers.ts';
 import type { AcceptRequest, AcceptResult, CompletedInvocation, DeploymentChoice } from './types.ts';
 import type { InvocationRow } from '../storage/rows.ts';
 
@@ -53,6 +53,7 @@ export class Engine {
       deliver: (row) => deliver(p, row),
       dropCachedStateWith: (op, lk) => dropCachedStateWith(p, op, lk),
       fireTimer: (t) => fireTimer(p, t),
+      disarmRetry: (ctx) => disarmRetry(p, ctx),
       forgetNotStarted: (ctx) => forgetNotStarted(p, ctx),
       handOver: (lk, op, now, from) => handOver(p, lk, op, now, from),
       handleFailure: (ctx, failure) => handleFailure(p, ctx, failure),

@@ -13,7 +13,7 @@ import type { onSuspension, recheckSuspended } from './lifecycle/suspend.ts';
 import type { appendNotification, sendCommitted, signal } from './notifications.ts';
 import type { deliver } from './outbox.ts';
 import type { pollRemoteResults } from './results.ts';
-import type { fireTimer } from './timers.ts';
+import type { disarmRetry, fireTimer } from './timers.ts';
 import type { PartitionProcessor } from './processor.ts';
 
 /** A role function with the processor bound: what one role calls of another. */
@@ -35,6 +35,7 @@ export interface Roles {
   deliver: Bound<typeof deliver>;
   dropCachedStateWith: Bound<typeof dropCachedStateWith>;
   fireTimer: Bound<typeof fireTimer>;
+  disarmRetry: Bound<typeof disarmRetry>;
   forgetNotStarted: Bound<typeof forgetNotStarted>;
   handOver: Bound<typeof handOver>;
   handleFailure: Bound<typeof handleFailure>;

@@ -23,13 +23,17 @@ export class TimerQueue<T> {
     this.handles.set(t, handle);
   }
 
-  removeWhere(pred: (t: T) => boolean): void {
+  /** Disarms the timers matching `pred` and returns them. */
+  removeWhere(pred: (t: T) => boolean): T[] {
+    const removed: T[] = [];
     for (const [t, h] of this.handles) {
       if (pred(t)) {
         clearTimeout(h);
         this.handles.delete(t);
+        removed.push(t);
       }
     }
+    return removed;
   }
 
   clear(): void {

@@ -3,6 +3,17 @@ import * as codec from './codec.ts';
 import { type PartitionProcessor, lockKey } from './processor.ts';
 import { invocationWrite, lockWrite, timerWrite, type Write } from '../storage/api.ts';
 import type { TimerRow } from '../storage/rows.ts';
+import type { InvocationCtx } from './invocation.ts';
+
+/**
+ * Disarms the retry timer of an invocation backing off (it is resumed, paused or ended another way) and returns the
+ * writes deleting its rows, so that the backoff of its next failure is the only one armed.
+ */
+export function disarmRetry(p: PartitionProcessor, ctx: InvocationCtx): Write[] {
+  return p.timers
+    .removeWhere((t) => t.invocationId === ctx.id && t.kind === 'retry')
+    .map((t) => timerWrite.delete(t.id));
+}
 
 export async function fireTimer(p: PartitionProcessor, t: TimerRow): Promise<void> {
   if (p.stopped) return;
@@ -27,6 +38,11 @@ export async function fireTimer(p: PartitionProcessor, t: TimerRow): Promise<voi
         );
         return;
       case 'retry':
+        // A retry timer outlived by a resume, pause or new attempt (armed while its invocation was changing) only goes.
+        if (ctx.status !== 'invoked' || ctx.starting || (ctx.attempt !== undefined && !ctx.attempt.isFinished)) {
+          p.write(ctx, [remove]);
+          return;
+        }
         p.write(ctx, [remove, invocationWrite.update(ctx.id, { nextRetryAt: null }, new Date())]);
         void p.roles.startAttempt(ctx);
         return;

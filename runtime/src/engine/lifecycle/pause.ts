@@ -8,12 +8,18 @@ import { invocationWrite } from '../../storage/api.ts';
 /** Stops a running or suspended invocation until it is resumed. */
 export async function pause(p: PartitionProcessor, id: InvocationId): Promise<'paused' | 'already_paused'> {
   const ctx = await p.roles.managed(id);
+  // The retry timer of an earlier failure is armed once its write commits.
+  await p.settled(ctx);
   if (ctx.status === 'paused') return 'already_paused';
   if (ctx.status !== 'invoked' && ctx.status !== 'suspended') throw new InvocationNotRunningError(id);
   const attempt = ctx.attempt;
+  const disarm = p.roles.disarmRetry(ctx);
   ctx.toPaused();
   attempt?.abort();
-  p.write(ctx, [invocationWrite.update(ctx.id, { status: 'paused', awaiting: null, nextRetryAt: null }, new Date())]);
+  p.write(ctx, [
+    ...disarm,
+    invocationWrite.update(ctx.id, { status: 'paused', awaiting: null, nextRetryAt: null }, new Date()),
+  ]);
   await p.settled(ctx);
   if (ctx.poisoned) throw p.unavailable(id, ctx.partitionId);
   return 'paused';
@@ -23,6 +29,7 @@ export function pauseOnFailure(p: PartitionProcessor, ctx: InvocationCtx, failur
   ctx.attempt?.abort();
   ctx.toPaused();
   p.write(ctx, [
+    ...p.roles.disarmRetry(ctx),
     invocationWrite.update(
       ctx.id,
       { ...failureColumns(ctx, failure), status: 'paused', nextRetryAt: null },

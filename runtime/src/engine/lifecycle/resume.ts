@@ -18,6 +18,8 @@ export async function resume(
   deployment: DeploymentChoice | undefined,
 ): Promise<void> {
   const ctx = await p.roles.managed(id);
+  // The retry timer of an earlier failure is armed once its write commits.
+  await p.settled(ctx);
   if (ctx.status === 'completed') throw new InvocationCompletedCannotResumeError(id);
   if (ctx.status === 'scheduled' || ctx.status === 'inboxed') throw new InvocationNotStartedError(id, 'resumed');
   const writes: Write[] = [];
@@ -33,6 +35,10 @@ export async function resume(
   if (ctx.status === 'paused' || ctx.status === 'suspended') {
     ctx.toInvoked();
     writes.push(invocationWrite.update(ctx.id, { status: 'invoked', awaiting: null, nextRetryAt: null }, now));
+  } else if (ctx.attempt === undefined || ctx.attempt.isFinished) {
+    // Backing off: the attempt starts now, and the backoff it skips is disarmed.
+    const disarm = p.roles.disarmRetry(ctx);
+    if (disarm.length > 0) writes.push(...disarm, invocationWrite.update(ctx.id, { nextRetryAt: null }, now));
   }
   if (writes.length > 0) p.write(ctx, writes);
   await p.settled(ctx);
