@@ -1,10 +1,14 @@
 import autocannon from 'autocannon';
+import type { LoadGeneratorName } from './settings.ts';
+import { runWrk, stopWrk } from './wrk.ts';
 import { WORKLOADS, workloadRequest, type Workload } from './workloads.ts';
 
 /**
  * The load generator: a child process (forked by `run.ts` with an IPC channel) that drives one runtime's ingress (or
- * the ingresses of a cluster's nodes) with autocannon per request it gets, and answers with what it measured. It lives for the whole benchmark, so both
- * runtimes are driven by the same warmed-up process. It exits when its parent disconnects (or dies).
+ * the ingresses of a cluster's nodes) per request it gets, with autocannon in this process or with wrk as a child of
+ * it, and answers with what it measured. It lives for the whole benchmark, so both runtimes are driven by the same
+ * warmed-up process, and the CPU time of its process tree is the load generator's, whichever drove the run. It exits
+ * when its parent disconnects (or dies).
  */
 
 export interface LoadRequest {
@@ -15,6 +19,8 @@ export interface LoadRequest {
    * i mod n, so each connection stays with one ingress, as behind a connection-level load balancer.
    */
   readonly url: string | readonly string[];
+  /** wrk takes one URL only, and whole seconds. */
+  readonly generator: LoadGeneratorName;
   readonly workload: Workload;
   readonly connections: number;
   readonly durationS: number;
@@ -34,7 +40,10 @@ export interface LoadStats {
   /** From the first request to the end of the run, seconds. */
   readonly elapsedS: number;
   readonly rps: number;
-  /** Latencies of the 2xx responses, milliseconds, exact (not bucketed). */
+  /**
+   * Latencies, milliseconds: autocannon's of the 2xx responses, exact (not bucketed); wrk's from its histogram of all
+   * responses (microsecond resolution).
+   */
   readonly latencyMs: {
     readonly mean: number;
     readonly p50: number;
@@ -148,13 +157,20 @@ function main(): void {
   process.on('message', (message: LoadRequest | LoadStop) => {
     if (message.type === 'stop') {
       current?.stop();
+      stopWrk();
       return;
     }
     if (!isWorkload(message.workload)) {
       reply({ type: 'error', id: message.id, message: `unknown workload ${String(message.workload)}` });
       return;
     }
-    runLoad(message).then(
+    const run =
+      message.generator === 'wrk'
+        ? typeof message.url === 'string'
+          ? runWrk(message.url, message.workload, message.connections, message.durationS)
+          : Promise.reject(new Error('wrk drives one ingress URL'))
+        : runLoad(message);
+    run.then(
       (stats) => reply({ type: 'result', id: message.id, stats }),
       (err: unknown) =>
         reply({ type: 'error', id: message.id, message: err instanceof Error ? err.message : String(err) }),
@@ -162,6 +178,7 @@ function main(): void {
   });
   process.once('disconnect', () => {
     current?.stop();
+    stopWrk();
     process.exit(0);
   });
 }

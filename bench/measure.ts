@@ -4,7 +4,7 @@ import { postgresCost, type PostgresCost, type PostgresIdle, type PostgresSnapsh
 import { machineCpuSeconds, treeCpuSeconds } from './procfs.ts';
 import type { CpuTotal, RunRecord } from './report.ts';
 import type { CpuReading, RuntimeCounters, RuntimeName, RuntimeUnderTest } from './runtimes.ts';
-import type { Settings } from './settings.ts';
+import type { LoadGeneratorName, Settings } from './settings.ts';
 import type { Workload } from './workloads.ts';
 
 /**
@@ -123,9 +123,15 @@ export async function measure(
     await Promise.all(names.map(async (n) => [n, await stack.runtimes.get(n)!.cpu()] as const)),
   );
 
-  const drive = async (runtime: RuntimeUnderTest, workload: Workload, connections: number, durationS: number) => {
+  const drive = async (
+    runtime: RuntimeUnderTest,
+    generator: LoadGeneratorName,
+    workload: Workload,
+    connections: number,
+    durationS: number,
+  ) => {
     const url = runtime.ingressUrls ?? runtime.ingressUrl;
-    const stats = await abort.race(stack.load.run({ url, workload, connections, durationS }));
+    const stats = await abort.race(stack.load.run({ url, generator, workload, connections, durationS }));
     invocations.set(runtime.name, (invocations.get(runtime.name) ?? 0) + stats.ok + stats.non2xx);
     if (abort.reason !== undefined) throw abort.reason;
     return stats;
@@ -156,68 +162,77 @@ export async function measure(
   if (settings.warmupS > 0) {
     log(`warm-up: ${settings.warmupS} s per workload and runtime at c=16`);
     for (const workload of settings.workloads) {
-      for (const name of names) await drive(stack.runtimes.get(name)!, workload, 16, settings.warmupS);
+      for (const name of names)
+        await drive(stack.runtimes.get(name)!, settings.loadGenerators[0]!, workload, 16, settings.warmupS);
     }
     await settle();
   }
 
   const records: RunRecord[] = [];
-  const cells = settings.workloads.length * settings.concurrencies.length * settings.rounds;
+  const cells =
+    settings.workloads.length * settings.concurrencies.length * settings.loadGenerators.length * settings.rounds;
   let cell = 0;
   for (let round = 1; round <= settings.rounds; round++) {
     // Counterbalanced: A B in odd rounds, B A in even ones, so neither always runs right after the other.
     const order = round % 2 === 1 ? names : [...names].reverse();
+    const generators = round % 2 === 1 ? settings.loadGenerators : [...settings.loadGenerators].reverse();
     for (const workload of settings.workloads) {
       for (const concurrency of settings.concurrencies) {
-        cell++;
-        for (const name of order) {
-          const runtime = stack.runtimes.get(name)!;
-          const sampler = memorySampler(runtime, 500);
-          // The scrape is outside the CPU window on both sides, so its cost is not counted as the workload's.
-          const countersBefore = await runtime.counters();
-          const pgBefore = await pgStats(name);
-          const before = await snapshot(stack, runtime);
-          const stats = await drive(runtime, workload, concurrency, settings.durationS).finally(() => sampler.stop());
-          const after = await snapshot(stack, runtime);
-          const countersAfter = await runtime.counters();
-          const pgAfter = await pgStats(name);
-          const memory = await sampler.stop();
-          let postgres: PostgresCost | undefined;
-          if (pgBefore !== undefined && pgAfter !== undefined) {
-            const settleStarted = process.hrtime.bigint();
-            await settle();
-            const settled = (await pgStats(name))!;
-            const settleS = Number(process.hrtime.bigint() - settleStarted) / 1e9;
-            postgres = postgresCost(pgBefore, pgAfter, settled, settleS, postgresIdle[name]);
+        for (const generator of generators) {
+          cell++;
+          for (const name of order) {
+            const runtime = stack.runtimes.get(name)!;
+            const sampler = memorySampler(runtime, 500);
+            // The scrape is outside the CPU window on both sides, so its cost is not counted as the workload's.
+            const countersBefore = await runtime.counters();
+            const pgBefore = await pgStats(name);
+            const before = await snapshot(stack, runtime);
+            const stats = await drive(runtime, generator, workload, concurrency, settings.durationS).finally(() =>
+              sampler.stop(),
+            );
+            const after = await snapshot(stack, runtime);
+            const countersAfter = await runtime.counters();
+            const pgAfter = await pgStats(name);
+            const memory = await sampler.stop();
+            let postgres: PostgresCost | undefined;
+            if (pgBefore !== undefined && pgAfter !== undefined) {
+              const settleStarted = process.hrtime.bigint();
+              await settle();
+              const settled = (await pgStats(name))!;
+              const settleS = Number(process.hrtime.bigint() - settleStarted) / 1e9;
+              postgres = postgresCost(pgBefore, pgAfter, settled, settleS, postgresIdle[name]);
+            }
+            const record: RunRecord = {
+              round,
+              workload,
+              concurrency,
+              runtime: name,
+              loadGenerator: generator,
+              stats,
+              cpu: cpuBetween(before, after),
+              counters: countersBetween(countersBefore, countersAfter),
+              peakRuntimeRss: memory.peakRuntimeRss,
+              peakPostgresPss: memory.peakPostgresPss,
+              ...(postgres === undefined ? {} : { postgres }),
+            };
+            records.push(record);
+            const failed = stats.non2xx + stats.errors;
+            const { cpu } = record;
+            // Readings a few ms apart on either side make this slightly negative when nothing else ran.
+            const others = Math.max(
+              0,
+              cpu.machineBusy - cpu.runtime - cpu.postgres - cpu.service - cpu.loadGenerator - cpu.harness,
+            );
+            log(
+              `[${cell}/${cells}] round ${round} ${workload} c=${concurrency} ${generator} ${name}: ` +
+                `${stats.rps.toFixed(0)} req/s, ` +
+                `p50 ${stats.latencyMs.p50.toFixed(2)} ms, p99 ${stats.latencyMs.p99.toFixed(2)} ms, ` +
+                `CPU ${(cpu.runtime + cpu.postgres).toFixed(2)} s; cores busy ${(cpu.machineBusy / cpu.windowS).toFixed(2)}, ` +
+                `other processes ${(others / cpu.windowS).toFixed(2)}` +
+                (postgres === undefined ? '' : `; ${clusterLine(record)}`) +
+                (failed > 0 ? `; ${failed} FAILED (${JSON.stringify(stats.statusCodes)})` : ''),
+            );
           }
-          const record: RunRecord = {
-            round,
-            workload,
-            concurrency,
-            runtime: name,
-            stats,
-            cpu: cpuBetween(before, after),
-            counters: countersBetween(countersBefore, countersAfter),
-            peakRuntimeRss: memory.peakRuntimeRss,
-            peakPostgresPss: memory.peakPostgresPss,
-            ...(postgres === undefined ? {} : { postgres }),
-          };
-          records.push(record);
-          const failed = stats.non2xx + stats.errors;
-          const { cpu } = record;
-          // Readings a few ms apart on either side make this slightly negative when nothing else ran.
-          const others = Math.max(
-            0,
-            cpu.machineBusy - cpu.runtime - cpu.postgres - cpu.service - cpu.loadGenerator - cpu.harness,
-          );
-          log(
-            `[${cell}/${cells}] round ${round} ${workload} c=${concurrency} ${name}: ${stats.rps.toFixed(0)} req/s, ` +
-              `p50 ${stats.latencyMs.p50.toFixed(2)} ms, p99 ${stats.latencyMs.p99.toFixed(2)} ms, ` +
-              `CPU ${(cpu.runtime + cpu.postgres).toFixed(2)} s; cores busy ${(cpu.machineBusy / cpu.windowS).toFixed(2)}, ` +
-              `other processes ${(others / cpu.windowS).toFixed(2)}` +
-              (postgres === undefined ? '' : `; ${clusterLine(record)}`) +
-              (failed > 0 ? `; ${failed} FAILED (${JSON.stringify(stats.statusCodes)})` : ''),
-          );
         }
       }
     }

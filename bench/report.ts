@@ -1,6 +1,7 @@
 import type { LoadStats } from './load-generator.ts';
 import type { PostgresCost, PostgresIdle, StorageReading } from './postgres.ts';
 import type { RuntimeCounters, RuntimeName } from './runtimes.ts';
+import type { LoadGeneratorName } from './settings.ts';
 import type { Workload } from './workloads.ts';
 
 /** Aggregation of the measured runs, the Ratchet/restate ratios, the targets, and the printed tables. */
@@ -10,6 +11,7 @@ export interface RunRecord {
   readonly workload: Workload;
   readonly concurrency: number;
   readonly runtime: RuntimeName;
+  readonly loadGenerator: LoadGeneratorName;
   readonly stats: LoadStats;
   /** CPU seconds used during the run (a window of `windowS` seconds around it), by process. */
   readonly cpu: {
@@ -39,6 +41,7 @@ export interface Summary {
   readonly workload: Workload;
   readonly concurrency: number;
   readonly runtime: RuntimeName;
+  readonly loadGenerator: LoadGeneratorName;
   readonly rounds: number;
   readonly requests: number;
   readonly non2xx: number;
@@ -103,6 +106,7 @@ export interface Summary {
 export interface Ratio {
   readonly workload: Workload;
   readonly concurrency: number;
+  readonly loadGenerator: LoadGeneratorName;
   /** Ratchet ÷ restate-server. */
   readonly rps: number;
   readonly p50: number;
@@ -124,6 +128,8 @@ export interface CpuTotal {
 
 export interface Target {
   readonly name: string;
+  /** The generator the target was measured with; absent for the CPU and memory targets (all runs). */
+  readonly loadGenerator?: LoadGeneratorName;
   readonly verdict: 'PASS' | 'MISS' | 'n/a';
   readonly detail: string;
 }
@@ -133,7 +139,7 @@ const MiB = 1024 * 1024;
 export function summarize(records: readonly RunRecord[]): Summary[] {
   const groups = new Map<string, RunRecord[]>();
   for (const r of records) {
-    const key = `${r.workload}/${r.concurrency}/${r.runtime}`;
+    const key = `${r.workload}/${r.concurrency}/${r.runtime}/${r.loadGenerator}`;
     const list = groups.get(key);
     if (list === undefined) groups.set(key, [r]);
     else list.push(r);
@@ -154,6 +160,7 @@ export function summarize(records: readonly RunRecord[]): Summary[] {
       workload: first.workload,
       concurrency: first.concurrency,
       runtime: first.runtime,
+      loadGenerator: first.loadGenerator,
       rounds: runs.length,
       requests,
       non2xx: runs.reduce((a, r) => a + r.stats.non2xx, 0),
@@ -232,19 +239,32 @@ function groupCommit(runs: readonly RunRecord[], requests: number, windowS: numb
   };
 }
 
-function find(summaries: readonly Summary[], workload: Workload, concurrency: number, runtime: RuntimeName) {
-  return summaries.find((s) => s.workload === workload && s.concurrency === concurrency && s.runtime === runtime);
+function find(
+  summaries: readonly Summary[],
+  workload: Workload,
+  concurrency: number,
+  runtime: RuntimeName,
+  generator: LoadGeneratorName,
+) {
+  return summaries.find(
+    (s) =>
+      s.workload === workload &&
+      s.concurrency === concurrency &&
+      s.runtime === runtime &&
+      s.loadGenerator === generator,
+  );
 }
 
 export function ratios(summaries: readonly Summary[]): Ratio[] {
   const out: Ratio[] = [];
   for (const r of summaries) {
     if (r.runtime !== 'ratchet') continue;
-    const s = find(summaries, r.workload, r.concurrency, 'restate');
+    const s = find(summaries, r.workload, r.concurrency, 'restate', r.loadGenerator);
     if (s === undefined) continue;
     out.push({
       workload: r.workload,
       concurrency: r.concurrency,
+      loadGenerator: r.loadGenerator,
       rps: r.rps / s.rps,
       p50: r.p50Ms / s.p50Ms,
       p99: r.p99Ms / s.p99Ms,
@@ -264,11 +284,12 @@ export function clusterRatios(summaries: readonly Summary[], baseline: RuntimeNa
   const out: ClusterRatio[] = [];
   for (const r of summaries) {
     if (r.runtime === baseline) continue;
-    const b = find(summaries, r.workload, r.concurrency, baseline);
+    const b = find(summaries, r.workload, r.concurrency, baseline, r.loadGenerator);
     if (b === undefined) continue;
     out.push({
       workload: r.workload,
       concurrency: r.concurrency,
+      loadGenerator: r.loadGenerator,
       runtime: r.runtime,
       baseline,
       rps: r.rps / b.rps,
@@ -284,36 +305,41 @@ function x(value: number): string {
   return Number.isFinite(value) ? `${value.toFixed(2)}×` : 'n/a';
 }
 
+/** The speed targets hold with every load generator: each is checked once per generator measured. */
 export function targets(summaries: readonly Summary[], totals: readonly CpuTotal[]): Target[] {
   const result: Target[] = [];
-  const throughput = (workload: Workload, atLeast: number): void => {
-    const r = find(summaries, workload, 128, 'ratchet');
-    const s = find(summaries, workload, 128, 'restate');
-    const name = `${workload} c128 throughput ≥ ${atLeast.toFixed(2)}× restate`;
-    if (r === undefined || s === undefined) {
-      result.push({ name, verdict: 'n/a', detail: 'not measured (c128 not run)' });
-      return;
-    }
-    const ratio = r.rps / s.rps;
-    result.push({
-      name,
-      verdict: ratio >= atLeast ? 'PASS' : 'MISS',
-      detail: `${x(ratio)} (${r.rps.toFixed(0)} vs ${s.rps.toFixed(0)} req/s)`,
-    });
-  };
-  throughput('noop', 1.25);
-  throughput('steps', 1.0);
-  throughput('add', 1.0);
+  const generators = [...new Set(summaries.map((s) => s.loadGenerator))];
+  for (const generator of generators) {
+    const throughput = (workload: Workload, atLeast: number): void => {
+      const r = find(summaries, workload, 128, 'ratchet', generator);
+      const s = find(summaries, workload, 128, 'restate', generator);
+      const name = `${workload} c128 throughput ≥ ${atLeast.toFixed(2)}× restate (${generator})`;
+      if (r === undefined || s === undefined) {
+        result.push({ name, loadGenerator: generator, verdict: 'n/a', detail: 'not measured (c128 not run)' });
+        return;
+      }
+      const ratio = r.rps / s.rps;
+      result.push({
+        name,
+        loadGenerator: generator,
+        verdict: ratio >= atLeast ? 'PASS' : 'MISS',
+        detail: `${x(ratio)} (${r.rps.toFixed(0)} vs ${s.rps.toFixed(0)} req/s)`,
+      });
+    };
+    throughput('noop', 1.25);
+    throughput('steps', 1.0);
+    throughput('add', 1.0);
 
-  {
-    const r = find(summaries, 'noop', 1, 'ratchet');
-    const s = find(summaries, 'noop', 1, 'restate');
-    const name = 'noop c1 p50 ≤ 0.80× restate';
-    if (r === undefined || s === undefined) result.push({ name, verdict: 'n/a', detail: 'not measured (c1 not run)' });
+    const r = find(summaries, 'noop', 1, 'ratchet', generator);
+    const s = find(summaries, 'noop', 1, 'restate', generator);
+    const name = `noop c1 p50 ≤ 0.80× restate (${generator})`;
+    if (r === undefined || s === undefined)
+      result.push({ name, loadGenerator: generator, verdict: 'n/a', detail: 'not measured (c1 not run)' });
     else {
       const ratio = r.p50Ms / s.p50Ms;
       result.push({
         name,
+        loadGenerator: generator,
         verdict: ratio <= 0.8 ? 'PASS' : 'MISS',
         detail: `${x(ratio)} (${r.p50Ms.toFixed(2)} vs ${s.p50Ms.toFixed(2)} ms)`,
       });
@@ -354,6 +380,24 @@ export function targets(summaries: readonly Summary[], totals: readonly CpuTotal
   return result;
 }
 
+/**
+ * `table` with the load generator as a first column when `generators` is given (a row's generator, in row order):
+ * the default mode's tables, which may hold runs of both generators.
+ */
+function tableBy(
+  generators: readonly string[] | undefined,
+  header: readonly string[],
+  rows: readonly (readonly string[])[],
+  rightAligned: ReadonlySet<number>,
+): string {
+  if (generators === undefined) return table(header, rows, rightAligned);
+  return table(
+    ['load gen', ...header],
+    rows.map((r, i) => [generators[i] ?? '', ...r]),
+    new Set([...rightAligned].map((c) => c + 1)),
+  );
+}
+
 function table(
   header: readonly string[],
   rows: readonly (readonly string[])[],
@@ -369,6 +413,7 @@ function table(
 function ordered(summaries: readonly Summary[]): Summary[] {
   return [...summaries].sort(
     (a, b) =>
+      a.loadGenerator.localeCompare(b.loadGenerator) ||
       a.workload.localeCompare(b.workload) ||
       a.concurrency - b.concurrency ||
       a.runtime.localeCompare(b.runtime, undefined, { numeric: true }),
@@ -380,8 +425,13 @@ function hasPostgres(runtime: RuntimeName): boolean {
   return runtime !== 'restate';
 }
 
-function mainTable(rows: readonly Summary[]): string {
-  return table(
+function generatorsOf(rows: readonly { loadGenerator: string }[], withGenerator: boolean): string[] | undefined {
+  return withGenerator ? rows.map((r) => r.loadGenerator) : undefined;
+}
+
+function mainTable(rows: readonly Summary[], withGenerator: boolean): string {
+  return tableBy(
+    generatorsOf(rows, withGenerator),
     ['workload', 'c', 'runtime', 'req/s', 'p50 ms', 'p99 ms', 'CPU s/1k inv', 'peak RSS MiB', 'failed'],
     rows.map((s) => [
       s.workload,
@@ -398,8 +448,9 @@ function mainTable(rows: readonly Summary[]): string {
   );
 }
 
-function breakdownTable(rows: readonly Summary[]): string {
-  return table(
+function breakdownTable(rows: readonly Summary[], withGenerator: boolean): string {
+  return tableBy(
+    generatorsOf(rows, withGenerator),
     [
       'workload',
       'c',
@@ -429,10 +480,11 @@ function breakdownTable(rows: readonly Summary[]): string {
 }
 
 /** Ratchet's group commit; in cluster mode one row per cluster (summed over its nodes). */
-function commitSection(rows: readonly Summary[], withRuntime: boolean): string[] {
+function commitSection(rows: readonly Summary[], withRuntime: boolean, withGenerator: boolean): string[] {
   const committed = rows.filter((s) => s.groupCommit !== undefined);
   if (committed.length === 0) return [];
-  const commitTable = table(
+  const commitTable = tableBy(
+    generatorsOf(committed, withGenerator),
     [
       'workload',
       'c',
@@ -487,14 +539,21 @@ export function formatReport(
   targetRows: readonly Target[],
 ): string {
   const rows = ordered(summaries);
-  const ratioTable = table(
+  const sortedRatios = [...ratioRows].sort(
+    (p, q) =>
+      p.loadGenerator.localeCompare(q.loadGenerator) ||
+      p.workload.localeCompare(q.workload) ||
+      p.concurrency - q.concurrency,
+  );
+  const ratioTable = tableBy(
+    sortedRatios.map((r) => r.loadGenerator),
     ['workload', 'c', 'req/s', 'p50', 'p99', 'CPU/inv'],
-    ratioRows.map((r) => [r.workload, String(r.concurrency), x(r.rps), x(r.p50), x(r.p99), x(r.cpuPerInvocation)]),
+    sortedRatios.map((r) => [r.workload, String(r.concurrency), x(r.rps), x(r.p50), x(r.p99), x(r.cpuPerInvocation)]),
     new Set([1, 2, 3, 4, 5]),
   );
   const targetLines = targetRows.map((t) => `${t.verdict.padEnd(4)}  ${t.name}: ${t.detail}`);
   return [
-    mainTable(rows),
+    mainTable(rows, true),
     '',
     'Ratchet ÷ restate-server (req/s above 1 is better; latency and CPU below 1 are better):',
     '',
@@ -503,9 +562,9 @@ export function formatReport(
     'Where the CPU goes, ms per invocation by process, and how busy the cores were (others = processes not the',
     "benchmark's, i.e. noise):",
     '',
-    breakdownTable(rows),
+    breakdownTable(rows, true),
     '',
-    ...commitSection(rows, false),
+    ...commitSection(rows, false, true),
     'Whole benchmark (warm-up, runs and gaps; includes background work such as checkpoints and compaction):',
     '',
     totalsTable(totals),
@@ -644,7 +703,7 @@ export function formatClusterReport(
     new Set([1, 2, 3, 4]),
   );
   return [
-    mainTable(rows),
+    mainTable(rows, false),
     '',
     'Each cluster ÷ the first (req/s above 1 is better; latency and CPU below 1 are better):',
     '',
@@ -653,9 +712,9 @@ export function formatClusterReport(
     'Where the CPU goes, ms per invocation by process (runtime: all nodes together), and how busy the cores were',
     "(others = processes not the benchmark's, i.e. noise):",
     '',
-    breakdownTable(rows),
+    breakdownTable(rows, false),
     '',
-    ...commitSection(rows, true),
+    ...commitSection(rows, true, false),
     "PostgreSQL's work per invocation: transactions (committed or rolled back) and those that wrote (took an xid),",
     'round trips the nodes made, statements run and their execution time (pg_stat_statements), WAL (bytes from the',
     'insert position; records, full-page images, write calls and syncs from pg_stat_wal/pg_stat_io), PostgreSQL CPU.',

@@ -18,6 +18,7 @@ import {
   type RuntimeUnderTest,
 } from './runtimes.ts';
 import { USAGE, UsageError, parseSettings, type Settings } from './settings.ts';
+import { ensureWrk, wrkThreads } from './wrk.ts';
 import { OBJECT_KEYS, SERVICES, isExpectedResponse, workloadRequest, type Workload } from './workloads.ts';
 
 /**
@@ -192,6 +193,20 @@ async function reportClusters(
   );
 }
 
+/** What drove the runs, for the JSON. */
+function loadGeneratorDescription(settings: Settings): Record<string, string> {
+  const described: Record<string, string> = {};
+  for (const generator of settings.loadGenerators) {
+    described[generator] =
+      generator === 'wrk'
+        ? `wrk 4.1 (Debian), a child of the load-generator process: HTTP/1.1 keep-alive, one request in flight per ` +
+          `connection, threads ${settings.concurrencies.map((c) => `${wrkThreads(c)} at c=${c}`).join(', ')}, ` +
+          `${Math.max(1, Math.round(settings.durationS))} s per run (whole seconds)`
+        : 'autocannon 9 in the load-generator process (Node): HTTP/1.1 keep-alive, one request in flight per connection';
+  }
+  return described;
+}
+
 interface Service {
   readonly url: string;
   readonly pid: number;
@@ -210,6 +225,14 @@ async function main(): Promise<number> {
     throw err;
   }
 
+  if (settings.loadGenerators.includes('wrk')) {
+    try {
+      ensureWrk(log);
+    } catch (err) {
+      process.stderr.write(`${describe(err)}\n`);
+      return 1;
+    }
+  }
   const started = Date.now();
   const machineAtStart = machineDescription();
   const abort = new Abort();
@@ -266,7 +289,9 @@ async function main(): Promise<number> {
       let runtime: RuntimeUnderTest;
       try {
         runtime =
-          name === 'ratchet' ? await startRatchet(settings.ratchetEnv, settings.cpuProfDir) : await startRestate();
+          name === 'ratchet'
+            ? await startRatchet(settings.ratchetEnv, settings.cpuProfDir, settings.ratchetRoot)
+            : await startRestate();
       } catch (err) {
         throw new Error(`${name === 'ratchet' ? 'Ratchet' : 'restate-server'} did not start`, { cause: err });
       }
@@ -382,9 +407,11 @@ async function main(): Promise<number> {
         concurrencies: settings.concurrencies,
         workloads: settings.workloads,
         ratchetEnv: settings.ratchetEnv,
+        ...(settings.ratchetRoot === undefined ? {} : { ratchetRoot: settings.ratchetRoot }),
         objectKeys: OBJECT_KEYS,
         protocolVersion: PROTOCOL_VERSION,
-        loadGenerator: 'autocannon 9 (HTTP/1.1 keep-alive, one request in flight per connection), own process',
+        loadGenerators: settings.loadGenerators,
+        loadGenerator: loadGeneratorDescription(settings),
         sdk: '@restatedev/restate-sdk over h2c, one service process per runtime',
       },
       runtimes: { ratchet: ratchet.description, restate: restate.description },

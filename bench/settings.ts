@@ -5,6 +5,13 @@ import { WORKLOADS, type Workload } from './workloads.ts';
 
 /** The command line of `npm run bench`. */
 
+/**
+ * `autocannon`: autocannon 9, a Node library, in the load-generator process (one event loop for all connections).
+ * `wrk`: Debian's wrk 4.1, a C program with one thread per core (two here), a child of that process.
+ */
+export const LOAD_GENERATORS = ['autocannon', 'wrk'] as const;
+export type LoadGeneratorName = (typeof LOAD_GENERATORS)[number];
+
 export interface Settings {
   readonly mode: 'full' | 'quick';
   readonly rounds: number;
@@ -12,9 +19,13 @@ export interface Settings {
   readonly warmupS: number;
   readonly concurrencies: readonly number[];
   readonly workloads: readonly Workload[];
+  /** Every cell is measured with each of these, one after the other (the first also drives the warm-up). */
+  readonly loadGenerators: readonly LoadGeneratorName[];
   readonly resultsDir: string;
   /** Extra `RATCHET_*` environment for the Ratchet process (A/B experiments with its settings). */
   readonly ratchetEnv: Readonly<Record<string, string>>;
+  /** The checkout Ratchet runs from (e.g. a copy of a commit); undefined: this one. */
+  readonly ratchetRoot: string | undefined;
   /** Where Ratchet writes a V8 CPU profile of the whole run (`node --cpu-prof`), if anywhere. */
   readonly cpuProfDir: string | undefined;
   /**
@@ -36,8 +47,11 @@ export const USAGE = `usage: npm run bench [-- options]
   --warmup S            seconds of warm-up per workload and runtime at c=16 before measuring (default 2)
   --concurrency LIST    comma-separated connection counts (default 1,16,128)
   --workloads LIST      comma-separated subset of ${WORKLOADS.join(',')}
+  --load-generator G    wrk, autocannon or both (default both; --quick and --nodes: autocannon); wrk is installed
+                        with apt-get when missing
   --results-dir DIR     where the JSON results go (default bench/results)
   --ratchet-env K=V     extra environment for Ratchet, e.g. RATCHET_GROUP_COMMIT_CONCURRENCY=1 (repeatable)
+  --ratchet-root DIR    run Ratchet from another checkout (e.g. a git worktree of a commit; default this one)
   --cpu-prof DIR        Ratchet writes a V8 CPU profile of its whole run into DIR (node --cpu-prof)
   --nodes LIST          cluster mode: comma-separated cluster sizes, e.g. 1,3: each an N-node Ratchet cluster on its
                         own PostgreSQL (with pg_stat_statements), load spread over its N ingresses, measured side by
@@ -81,9 +95,11 @@ export function parseSettings(argv: readonly string[]): Settings {
         warmup: { type: 'string' },
         concurrency: { type: 'string' },
         workloads: { type: 'string' },
+        'load-generator': { type: 'string' },
         'results-dir': { type: 'string' },
         'ratchet-env': { type: 'string', multiple: true },
         'cpu-prof': { type: 'string' },
+        'ratchet-root': { type: 'string' },
         nodes: { type: 'string' },
         'pg-settle': { type: 'string' },
         help: { type: 'boolean', default: false },
@@ -120,7 +136,12 @@ export function parseSettings(argv: readonly string[]): Settings {
     });
   if (new Set(clusterSizes).size !== clusterSizes.length) throw new UsageError('--nodes lists a size twice');
   if (values.nodes !== undefined && clusterSizes.length === 0) throw new UsageError('--nodes needs at least one size');
+  if (values['ratchet-root'] !== undefined && clusterSizes.length > 0)
+    throw new UsageError('--ratchet-root is for the default mode, not --nodes');
   if (values['pg-settle'] !== undefined && clusterSizes.length === 0) throw new UsageError('--pg-settle needs --nodes');
+  const loadGenerators = parseLoadGenerators(values['load-generator'], quick || clusterSizes.length > 0);
+  if (clusterSizes.length > 0 && loadGenerators.includes('wrk'))
+    throw new UsageError('cluster mode spreads connections over several ingresses, which wrk cannot: use autocannon');
   return {
     mode: quick ? 'quick' : 'full',
     rounds,
@@ -128,10 +149,20 @@ export function parseSettings(argv: readonly string[]): Settings {
     warmupS: positive('warmup', values.warmup, quick ? 0 : 2),
     concurrencies,
     workloads,
+    loadGenerators,
     resultsDir: values['results-dir'] ?? join(REPO_ROOT, 'bench', 'results'),
     ratchetEnv,
+    ratchetRoot: values['ratchet-root'],
     cpuProfDir: values['cpu-prof'],
     clusterSizes,
     pgSettleS: positive('pg-settle', values['pg-settle'], quick ? 0 : 11),
   };
+}
+
+/** `--load-generator`: `wrk`, `autocannon` or `both` (autocannon first). */
+export function parseLoadGenerators(value: string | undefined, autocannonOnly: boolean): LoadGeneratorName[] {
+  const v = value ?? (autocannonOnly ? 'autocannon' : 'both');
+  if (v === 'both') return [...LOAD_GENERATORS];
+  if ((LOAD_GENERATORS as readonly string[]).includes(v)) return [v as LoadGeneratorName];
+  throw new UsageError(`--load-generator takes ${LOAD_GENERATORS.join(', ')} or both, got ${v}`);
 }

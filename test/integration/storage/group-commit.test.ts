@@ -195,4 +195,78 @@ describe('group commit', () => {
     await committer.submit(op(put('after-unknown', 'ok')));
     expect(await read('after-unknown')).toBe('ok');
   });
+  describe('splitting the writes gathered at once over idle connections', () => {
+    /** A committer splitting from `splitMin` writes per transaction; `sizes` records each transaction's writes. */
+    const splitting = async (splitMin: number): Promise<{ c: GroupCommitter; sizes: number[] }> => {
+      const leases = new PartitionLeases(pool, { node: 'node-gc', partitions: 4, ttlMs: 60_000 });
+      await leases.acquireAll();
+      const sizes: number[] = [];
+      const c = new GroupCommitter(pool, leases, {
+        maxBatch: 64,
+        maxDelayMs: 0,
+        concurrency: 2,
+        splitMin,
+        onCommit: (writes) => sizes.push(writes),
+      });
+      return { c, sizes };
+    };
+    /** Submits the writes in one turn of the event loop and returns the order in which they settled. */
+    const atOnce = async (c: GroupCommitter, ops: WriteOp[]): Promise<number[]> => {
+      const order: number[] = [];
+      await Promise.all(ops.map((o, i) => c.submit(o).finally(() => order.push(i))));
+      return order;
+    };
+
+    it('commits disjoint halves side by side: the fast half does not wait for the slow one', async () => {
+      const { c, sizes } = await splitting(2);
+      const order = await atOnce(c, [
+        keyed(['s1'], sleep(0.3), put('split-s1', '1')),
+        keyed(['s2'], put('split-s2', '2')),
+        keyed(['s3'], put('split-s3', '3')),
+        keyed(['s4'], put('split-s4', '4')),
+      ]);
+      expect(sizes).toEqual([2, 2]);
+      expect(order.slice(0, 2).sort()).toEqual([2, 3]);
+      for (const k of ['s1', 's2', 's3', 's4']) expect(await read(`split-${k}`)).toBe(k.slice(1));
+    });
+
+    it('keeps the writes of one key in one transaction, in submission order', async () => {
+      const { c, sizes } = await splitting(2);
+      await atOnce(c, [
+        keyed(['k1'], sleep(0.2), put('split-k1', 'first')),
+        keyed(['k2'], put('split-k2', 'x')),
+        keyed(['k3'], put('split-k3', 'y')),
+        // Shares k1 with the first: same transaction, after it, so it reads its value.
+        keyed(['k1'], copy('split-k1-copy', 'split-k1')),
+      ]);
+      expect(sizes.sort()).toEqual([1, 3]);
+      expect(await read('split-k1-copy')).toBe('first');
+    });
+
+    it('keeps a batch whole below twice the minimum, and always when splitting is off', async () => {
+      const few = await splitting(4);
+      await atOnce(
+        few.c,
+        ['a', 'b', 'c', 'd', 'e', 'f', 'g'].map((k) => keyed([`f-${k}`], put(`few-${k}`, k))),
+      );
+      expect(few.sizes).toEqual([7]);
+      const off = await splitting(0);
+      await atOnce(
+        off.c,
+        ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'].map((k) => keyed([`o-${k}`], put(`off-${k}`, k))),
+      );
+      expect(off.sizes).toEqual([8]);
+    });
+
+    it('keeps a batch whole when one write joins keys already in two parts', async () => {
+      const { c, sizes } = await splitting(1);
+      await atOnce(c, [
+        keyed(['j1'], put('join-1', '1')),
+        keyed(['j2'], put('join-2', '2')),
+        keyed(['j1', 'j2'], copy('join-both', 'join-1')),
+      ]);
+      expect(sizes).toEqual([3]);
+      expect(await read('join-both')).toBe('1');
+    });
+  });
 });

@@ -42,6 +42,11 @@ export interface GroupCommitOptions {
    * keys, are never in two of them at the same time (see `WriteOp.keys`).
    */
   concurrency: number;
+  /**
+   * Writes gathered at once are split over idle connections into transactions of at least this many writes each
+   * (0: never split; default `SPLIT_MIN`).
+   */
+  splitMin?: number;
   onCommit?: (writes: number, seconds: number) => void;
   /**
    * A transaction failed for a reason other than a statement's error (the connection or the server failed, the
@@ -60,6 +65,15 @@ const INSERT_JOURNAL = {
 };
 
 /**
+ * The default `splitMin`. Measured with `npm run bench:ab` against the committer without splitting (bench/README.md,
+ * session 7), c=128: `noop` driven by wrk gained 13–23 % with 32 or 64 (16 % with 8, at 16 % more CPU per invocation);
+ * driven by autocannon, whose bursts already kept the committer busy, −2 to +5 %. `add` lost 1–5 % at 32 (CPU +12 %),
+ * nothing at 64 (CPU +2–8 %): its batches hold 40–60 writes. Below 2 × 64 writes at once nothing is split, so c=1 and
+ * c=16 are unchanged.
+ */
+export const SPLIT_MIN = 64;
+
+/**
  * Group commit: writes from many concurrent invocations are gathered and committed together in one transaction, up
  * to `concurrency` transactions at a time, each on its own connection. Order is kept where it matters: a write goes
  * into a transaction only when every earlier write that shares one of its ordering keys (`WriteOp.keys`) has
@@ -67,6 +81,13 @@ const INSERT_JOURNAL = {
  * nothing earlier waits (a barrier). So each invocation's journal appends and acks stay in submission order, and a
  * transaction that fails cannot have a later write of the same key committed before it. A write's promise settles
  * only after COMMIT returned: nothing is acknowledged before it is durable.
+ *
+ * Splitting: the writes gathered at once (those submitted during one turn of the event loop) go into one transaction
+ * each of up to `concurrency` idle connections when there are at least `splitMin` of them per connection, writes that
+ * share a key kept together. Under load a turn gathers 50–200 writes; in one transaction they all wait for the last
+ * statement and come back in one burst, while the other connections sit idle. Split,
+ * the parts run side by side, the first ones come back sooner, and the invocations waiting for them go on in smaller
+ * bursts. Parts have disjoint keys, so they may commit in any order, as any two concurrent transactions may.
  */
 export class GroupCommitter {
   private queue: Pending[] = [];
@@ -77,6 +98,7 @@ export class GroupCommitter {
   private scheduled = false;
   private closed = false;
   private readonly concurrency: number;
+  private readonly splitMin: number;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -84,6 +106,7 @@ export class GroupCommitter {
     private readonly options: GroupCommitOptions,
   ) {
     this.concurrency = Math.max(1, options.concurrency);
+    this.splitMin = Math.max(0, options.splitMin ?? SPLIT_MIN);
   }
 
   submit(op: WriteOp): Promise<void> {
@@ -163,6 +186,41 @@ export class GroupCommitter {
     }
     this.queue = rest;
     if (batch.length === 0) return;
+    for (const part of barrier ? [batch] : this.split(batch)) this.start(part, barrier);
+    // Writes this one left behind may go in a transaction of their own.
+    this.schedule();
+  }
+
+  /** The writes gathered at once over idle connections (see the class comment); writes sharing a key stay together. */
+  private split(batch: Pending[]): Pending[][] {
+    const idle = this.concurrency - this.inFlight;
+    if (this.splitMin === 0 || idle < 2 || batch.length < 2 * this.splitMin) return [batch];
+    const k = Math.min(idle, Math.floor(batch.length / this.splitMin));
+    const size = Math.ceil(batch.length / k);
+    const parts: Pending[][] = Array.from({ length: k }, () => []);
+    const partOf = new Map<string, number>();
+    let next = 0;
+    for (const p of batch) {
+      let target = -1;
+      for (const key of p.op.keys ?? []) {
+        const at = partOf.get(key);
+        if (at === undefined) continue;
+        // Its keys are in two parts already (writes touching two invocations): the batch stays whole.
+        if (target !== -1 && target !== at) return [batch];
+        target = at;
+      }
+      if (target === -1) {
+        while (next < k - 1 && parts[next]!.length >= size) next++;
+        target = next;
+      }
+      parts[target]!.push(p);
+      for (const key of p.op.keys ?? []) partOf.set(key, target);
+    }
+    return parts.filter((part) => part.length > 0);
+  }
+
+  /** Starts one transaction with these writes; their keys are busy until it has settled. */
+  private start(batch: Pending[], barrier: boolean): void {
     const keys: string[] = [];
     for (const p of batch) {
       for (const k of p.op.keys ?? []) {
@@ -179,8 +237,6 @@ export class GroupCommitter {
       if (barrier) this.barrierInFlight = false;
       this.schedule();
     });
-    // Writes this one left behind may go in a transaction of their own.
-    this.schedule();
   }
 
   /** The write's partitions are still held at the epochs it was made under. */
