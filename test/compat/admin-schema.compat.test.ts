@@ -1,14 +1,11 @@
-import * as restate from '@restatedev/restate-sdk';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import {
-  fixedDiscovery,
-  jsonSerdeWithSchema,
-  sdkHandler,
-  serve,
-  startAdminHarness,
-  type TestServer,
-} from '../integration/admin/harness.ts';
+import { fixedDiscovery, sdkHandler, serve, startAdminHarness, type TestServer } from '../integration/admin/harness.ts';
 import { startRestateServer } from '../support/restate-server.ts';
+import { counter } from '../support/services/counter.ts';
+import { greeterService, labGreeter } from '../support/services/greeter.ts';
+import { GREETER_COUNTER_V5_TO_V6 } from '../support/services/manifests.ts';
+import { signup } from '../support/services/signup.ts';
+import { typedService } from '../support/services/typed.ts';
 import { httpRequest, selectedTargets, type HttpRequest, type HttpResponse, type TargetName } from './targets.ts';
 
 /**
@@ -25,84 +22,9 @@ import { httpRequest, selectedTargets, type HttpRequest, type HttpResponse, type
 // --------------------------------------------------------------------------------------------------------------------
 // Services (the lab services of shared/spec's transcripts)
 
-const greeter = restate.service({
-  name: 'Greeter',
-  description: 'A greeter service',
-  handlers: {
-    greet: (_ctx: restate.Context, name: string) => Promise.resolve(`Hello ${name}!`),
-    noInput: (_ctx: restate.Context) => Promise.resolve('hi'),
-  },
-});
-
-const greeterSmaller = restate.service({
-  name: 'Greeter',
-  description: 'A greeter service',
-  handlers: { greet: (_ctx: restate.Context, name: string) => Promise.resolve(`Hello ${name}!`) },
-});
-
-const counter = restate.object({
-  name: 'Counter',
-  handlers: {
-    add: (_ctx: restate.ObjectContext, n: number) => Promise.resolve(n),
-    get: restate.handlers.object.shared((_ctx: restate.ObjectSharedContext) => Promise.resolve(0)),
-  },
-});
-
-const signup = restate.workflow({
-  name: 'Signup',
-  handlers: {
-    run: (_ctx: restate.WorkflowContext, email: string) => Promise.resolve(email),
-    approve: (_ctx: restate.WorkflowSharedContext) => Promise.resolve(true),
-  },
-});
-
-const person = jsonSerdeWithSchema<{ name: string }>({
-  type: 'object',
-  title: 'Person',
-  properties: { name: { type: 'string' }, friend: { $ref: '#/$defs/Friend' } },
-  required: ['name'],
-  $defs: { Friend: { type: 'object', properties: { n: { type: 'string' } } } },
-});
-
-const typed = restate.service({
-  name: 'Typed',
-  description: 'typed things',
-  metadata: { team: 'lab' },
-  handlers: {
-    greet: restate.handlers.handler(
-      { input: person, output: jsonSerdeWithSchema<string>({ type: 'string' }), metadata: { k: 'v' } },
-      (_ctx: restate.Context, p: { name: string }) => Promise.resolve(p.name),
-    ),
-    bin: restate.handlers.handler(
-      { input: restate.serde.binary, output: restate.serde.binary },
-      (_ctx, b: Uint8Array) => Promise.resolve(b),
-    ),
-    nothing: restate.handlers.handler({ input: restate.serde.empty, output: restate.serde.empty }, () =>
-      Promise.resolve(),
-    ),
-    hidden: restate.handlers.handler({ ingressPrivate: true }, () => Promise.resolve('hidden')),
-  },
-});
-
-const MAIN = [greeter, counter, signup, typed];
-
-/** Greeter + Counter as the SDK describes them, but announcing protocol versions 5 to 6 only. */
-const PROTOCOL_5_TO_6 = JSON.stringify({
-  protocolMode: 'BIDI_STREAM',
-  minProtocolVersion: 5,
-  maxProtocolVersion: 6,
-  services: [
-    { name: 'Greeter', ty: 'SERVICE', handlers: [{ name: 'greet' }, { name: 'noInput' }] },
-    {
-      name: 'Counter',
-      ty: 'VIRTUAL_OBJECT',
-      handlers: [
-        { name: 'add', ty: 'EXCLUSIVE' },
-        { name: 'get', ty: 'SHARED' },
-      ],
-    },
-  ],
-});
+const greeterSmaller = greeterService({ description: 'A greeter service' });
+const typed = typedService();
+const MAIN = [labGreeter, counter, signup, typed];
 
 // --------------------------------------------------------------------------------------------------------------------
 // Targets
@@ -148,7 +70,7 @@ beforeAll(async () => {
   await start('main', serve('h2', sdkHandler(MAIN)));
   await start('copy', serve('h2', sdkHandler(MAIN)));
   await start('smaller', serve('h2', sdkHandler([greeterSmaller, counter, signup, typed])));
-  await start('protocol', serve('h2', fixedDiscovery({ body: PROTOCOL_5_TO_6 })));
+  await start('protocol', serve('h2', fixedDiscovery({ body: GREETER_COUNTER_V5_TO_V6 })));
   const started = await Promise.allSettled(
     names.map((n) => (n === 'restate' ? startRestateAdmin() : startRatchetAdmin())),
   );

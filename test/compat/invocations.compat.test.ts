@@ -88,10 +88,7 @@ type Difference = (typeof DIFFERENCES)[keyof typeof DIFFERENCES];
 // --------------------------------------------------------------------------------------------------------------------
 // Services and targets
 
-const SERVICES: ServiceSet = {
-  services: [boxService('Box', 'A'), parentService('Box'), locker, flow],
-  names: ['Box', 'Flow', 'Locker', 'Parent'],
-};
+const SERVICES: ServiceSet = [boxService('Box', 'A'), parentService('Box'), locker, flow];
 
 const names = selectedTargets();
 const decoys: DiscoveryOnlyDeployment[] = [];

@@ -1,5 +1,6 @@
 import * as restate from '@restatedev/restate-sdk';
 import { describe, expect, it } from 'vitest';
+import { signupWorkflow, statusOr } from '../support/services/signup.ts';
 import { waitFor } from '../support/wait.ts';
 import {
   INVOCATION_ID,
@@ -76,28 +77,9 @@ const parent = restate.service({
   },
 });
 
-const signup = restate.workflow({
-  name: 'Signup',
-  handlers: {
-    run: async (ctx: restate.WorkflowContext, req: unknown) => {
-      ctx.set('status', 'waiting');
-      const approvedWith = await ctx.promise<string>('approval');
-      ctx.set('status', 'approved');
-      return { user: ctx.key, approvedWith, req };
-    },
-    /** Resolves the durable promise; a second call completes an already completed promise. */
-    approve: async (ctx: restate.WorkflowSharedContext, value: string) => {
-      await ctx.promise<string>('approval').resolve(value);
-      return 'approved';
-    },
-    status: async (ctx: restate.WorkflowSharedContext) => (await ctx.get<string>('status')) ?? 'unknown',
-  },
-});
+const signup = signupWorkflow({ handlers: { status: statusOr('unknown') } });
 
-const SERVICES: ServiceSet = {
-  services: [counter, greeter, helper, mailbox, parent, signup, waiter],
-  names: ['Counter', 'Greeter', 'Helper', 'Mailbox', 'Parent', 'Signup', 'Waiter'],
-};
+const SERVICES: ServiceSet = [counter, greeter, helper, mailbox, parent, signup, waiter];
 
 // --------------------------------------------------------------------------------------------------------------------
 // Targets

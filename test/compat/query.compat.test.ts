@@ -3,16 +3,15 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { cliStatements, type CliStatement } from '../integration/introspection/cli-statements.ts';
 import {
   LAB_SERVICES,
-  LAB_SERVICE_NAMES,
   playLab,
   releaseLab,
-  until,
   waitForStatus,
   type LabInvocations,
   type LabTarget,
 } from '../integration/introspection/lab.ts';
 import { createTestDatabase } from '../support/postgres.ts';
 import { startRestateServer } from '../support/restate-server.ts';
+import { registerEndpoint } from '../support/registration.ts';
 import { startEndpoint } from '../support/sdk-endpoint.ts';
 import { selectedTargets, type TargetName } from './targets.ts';
 
@@ -144,24 +143,6 @@ async function run(adminUrl: string, s: CliStatement, paused: string): Promise<A
   return { status: res.status, contentType, shape };
 }
 
-async function servicesVisible(ingressUrl: string): Promise<void> {
-  await until('the lab services at the ingress', async () => {
-    const res = await fetch(`${ingressUrl}/restate/health`);
-    const services = ((await res.json()) as { services?: string[] }).services ?? [];
-    return LAB_SERVICE_NAMES.every((n) => services.includes(n)) ? true : undefined;
-  });
-}
-
-async function deploy(adminUrl: string, uri: string): Promise<string> {
-  const res = await fetch(`${adminUrl}/deployments`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ uri }),
-  });
-  expect(res.status).toBe(201);
-  return ((await res.json()) as { id: string }).id;
-}
-
 /** Plays the lab on `target`, waits for the states the statements look at, and runs the 35 statements. */
 async function play(target: LabTarget, deploymentId: string): Promise<Played> {
   const lab = await playLab(target);
@@ -191,8 +172,7 @@ async function playOn(name: TargetName): Promise<Played> {
   if (name === 'restate') {
     const server = await startRestateServer({ config: { worker: { invoker: { 'inactivity-timeout': '1s' } } } });
     cleanups.push(() => server.stop());
-    const id = await deploy(server.adminUrl, endpoint.url);
-    await servicesVisible(server.ingressUrl);
+    const { id } = await registerEndpoint(server, endpoint, { timeoutMs: 60_000 });
     return play({ ingressUrl: server.ingressUrl, adminUrl: server.adminUrl }, id);
   }
   const { startTestRuntime } = await import('../integration/support/runtime.ts');
@@ -200,8 +180,7 @@ async function playOn(name: TargetName): Promise<Played> {
   cleanups.push(() => db.drop());
   const runtime = await startTestRuntime(db.url, { RATCHET_INVOKER_INACTIVITY_TIMEOUT: '1s' });
   cleanups.push(() => runtime.stop());
-  const id = await deploy(runtime.adminUrl, endpoint.url);
-  await servicesVisible(runtime.ingressUrl);
+  const { id } = await registerEndpoint(runtime, endpoint, { timeoutMs: 60_000 });
   return play({ ingressUrl: runtime.ingressUrl, adminUrl: runtime.adminUrl }, id);
 }
 

@@ -10,6 +10,10 @@ import {
   type TestServer,
 } from '../integration/admin/harness.ts';
 import { freePort } from '../support/ports.ts';
+import { counter } from '../support/services/counter.ts';
+import { flaky } from '../support/services/flaky.ts';
+import { labGreeter } from '../support/services/greeter.ts';
+import { signup } from '../support/services/signup.ts';
 import { startRestateServer, type RestateServer } from '../support/restate-server.ts';
 import { httpRequest, selectedTargets, type HttpRequest, type HttpResponse, type TargetName } from './targets.ts';
 
@@ -28,54 +32,9 @@ import { httpRequest, selectedTargets, type HttpRequest, type HttpResponse, type
 // --------------------------------------------------------------------------------------------------------------------
 // Services (the same lab services as shared/spec's transcripts, plus one with every option set)
 
-const greeter = restate.service({
-  name: 'Greeter',
-  description: 'A greeter service',
-  handlers: {
-    greet: (_ctx: restate.Context, name: string) => Promise.resolve(`Hello ${name}!`),
-    noInput: (_ctx: restate.Context) => Promise.resolve('hi'),
-  },
-});
-
 const greeterAsObject = restate.object({
   name: 'Greeter',
   handlers: { greet: (_ctx: restate.ObjectContext, name: string) => Promise.resolve(`Hello ${name}!`) },
-});
-
-const counter = restate.object({
-  name: 'Counter',
-  handlers: {
-    add: async (ctx: restate.ObjectContext, n: number) => {
-      const next = ((await ctx.get<number>('count')) ?? 0) + n;
-      ctx.set('count', next);
-      return next;
-    },
-    get: restate.handlers.object.shared(
-      async (ctx: restate.ObjectSharedContext) => (await ctx.get<number>('count')) ?? 0,
-    ),
-  },
-});
-
-const signup = restate.workflow({
-  name: 'Signup',
-  handlers: {
-    run: (_ctx: restate.WorkflowContext, email: string) => Promise.resolve(email),
-    approve: (_ctx: restate.WorkflowSharedContext) => Promise.resolve(true),
-  },
-});
-
-const flaky = restate.service({
-  name: 'Flaky',
-  handlers: {
-    boom: restate.handlers.handler(
-      { retryPolicy: { maxAttempts: 2, initialInterval: 100, onMaxAttempts: 'pause' } },
-      (_ctx: restate.Context) => Promise.reject(new Error('boom')),
-    ),
-    boomKill: restate.handlers.handler(
-      { retryPolicy: { maxAttempts: 2, initialInterval: 100, onMaxAttempts: 'kill' } },
-      (_ctx: restate.Context) => Promise.reject(new Error('boom')),
-    ),
-  },
 });
 
 const configured = restate.service({
@@ -159,7 +118,7 @@ beforeAll(async () => {
     endpoints[key] = await server;
     servers.push(endpoints[key]);
   };
-  await start('main', serve('h2', sdkHandler([greeter, counter, signup, flaky, configured])));
+  await start('main', serve('h2', sdkHandler([labGreeter, counter, signup, flaky, configured])));
   await start('objectGreeter', serve('h2', sdkHandler([greeterAsObject])));
   await start('h1', serve('h1', sdkHandler([h1Service])));
   await start('guarded', serve('h2', requireAuthorization('Bearer s3cret', sdkHandler([guardedService]))));

@@ -3,7 +3,10 @@ import * as restate from '@restatedev/restate-sdk';
 import { afterAll, beforeAll, beforeEach } from 'vitest';
 import { createTestDatabase } from '../support/postgres.ts';
 import { startRestateServer } from '../support/restate-server.ts';
+import { registerEndpoint } from '../support/registration.ts';
 import { startEndpoint, type StartEndpointOptions } from '../support/sdk-endpoint.ts';
+import { counterObject } from '../support/services/counter.ts';
+import { fail, greeterService } from '../support/services/greeter.ts';
 
 /**
  * Compatibility-test plumbing: the two targets (the real restate-server 1.7.12 and Ratchet), each with its own SDK
@@ -197,12 +200,9 @@ export const helper = restate.service({
   },
 });
 
-export const greeter = restate.service({
-  name: 'Greeter',
+export const greeter = greeterService({
   handlers: {
-    greet: (_ctx: restate.Context, name: string | undefined) => Promise.resolve(`Hello ${name ?? 'anon'}!`),
-    fail: (): Promise<never> =>
-      Promise.reject(new restate.TerminalError('this is a terminal failure', { errorCode: 418 })),
+    fail,
     /** Calls another service, then sleeps durably for 100 ms. */
     relay: async (ctx: restate.Context, name: string) => {
       const exclaimed = await ctx.serviceClient(helper).exclaim(name);
@@ -212,19 +212,8 @@ export const greeter = restate.service({
   },
 });
 
-export const counter = restate.object({
-  name: 'Counter',
-  handlers: {
-    add: async (ctx: restate.ObjectContext, n: number) => {
-      const next = ((await ctx.get<number>('count')) ?? 0) + n;
-      ctx.set('count', next);
-      return next;
-    },
-    get: restate.handlers.object.shared(
-      async (ctx: restate.ObjectSharedContext) => (await ctx.get<number>('count')) ?? 0,
-    ),
-    whoami: restate.handlers.object.shared((ctx: restate.ObjectSharedContext) => Promise.resolve(ctx.key)),
-  },
+export const counter = counterObject({
+  handlers: { whoami: restate.handlers.object.shared((ctx: restate.ObjectSharedContext) => Promise.resolve(ctx.key)) },
 });
 
 export const SERVICES = [greeter, helper, counter];
@@ -233,35 +222,8 @@ export const SERVICE_NAMES = ['Counter', 'Greeter', 'Helper'];
 // ------------------------------------------------------------------------------------------------------------------
 // Targets
 
-async function registerDeployment(adminUrl: string, uri: string): Promise<void> {
-  const res = await fetch(`${adminUrl}/deployments`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ uri }),
-  });
-  const text = await res.text();
-  if (res.status !== 201) throw new Error(`registering ${uri} at ${adminUrl} answered ${res.status}: ${text}`);
-}
-
-/** Registration is acknowledged before every ingress sees the new schema (restate propagates it asynchronously). */
-async function waitForServices(ingressUrl: string, names: string[], timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let last = '';
-  for (;;) {
-    try {
-      const res = await httpRequest(ingressUrl, { method: 'GET', path: '/restate/health' });
-      last = `${res.status} ${res.text}`;
-      if (res.status === 200) {
-        const services = (JSON.parse(res.text) as { services?: unknown }).services;
-        if (Array.isArray(services) && names.every((n) => services.includes(n))) return;
-      }
-    } catch (err) {
-      last = String(err);
-    }
-    if (Date.now() > deadline) throw new Error(`services ${names.join(', ')} not visible at ${ingressUrl}: ${last}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+/** restate-server propagates a new schema to its ingress asynchronously, sometimes slowly on a busy machine. */
+const SERVICES_VISIBLE_TIMEOUT_MS = 30_000;
 
 /** Closes what was started so far if a later step fails, and on stop. */
 class Resources {
@@ -284,33 +246,29 @@ class Resources {
 }
 
 export function startRestateTarget(): Promise<Target> {
-  return startRestateTargetServing({ services: SERVICES, names: SERVICE_NAMES });
+  return startRestateTargetServing(SERVICES);
 }
 
 export function startRatchetTarget(): Promise<Target> {
-  return startRatchetTargetServing({ services: SERVICES, names: SERVICE_NAMES });
+  return startRatchetTargetServing(SERVICES);
 }
 
 // ------------------------------------------------------------------------------------------------------------------
 // Targets serving a suite's own services
 
-/** The services a suite registers on every target, and the names `/restate/health` must list before it starts. */
-export interface ServiceSet {
-  readonly services: StartEndpointOptions['services'];
-  readonly names: readonly string[];
-}
+/** The services a suite registers on every target. */
+export type ServiceSet = StartEndpointOptions['services'];
 
-/** restate-server 1.7.12 with its own SDK endpoint serving `set`. */
-export async function startRestateTargetServing(set: ServiceSet): Promise<Target> {
+/** restate-server 1.7.12 with its own SDK endpoint serving `services`. */
+export async function startRestateTargetServing(services: ServiceSet): Promise<Target> {
   const resources = new Resources();
   try {
-    const endpoint = await startEndpoint({ services: set.services, transport: 'h2' });
+    const endpoint = await startEndpoint({ services, transport: 'h2' });
     resources.add(() => endpoint.close());
     const server = await startRestateServer();
     resources.add(() => server.stop());
     try {
-      await registerDeployment(server.adminUrl, endpoint.url);
-      await waitForServices(server.ingressUrl, [...set.names]);
+      await registerEndpoint(server, endpoint, { timeoutMs: SERVICES_VISIBLE_TIMEOUT_MS });
     } catch (err) {
       throw new Error(`${String(err)}\n--- restate-server output ---\n${server.output().slice(-20_000)}`, {
         cause: err,
@@ -330,20 +288,19 @@ export async function startRestateTargetServing(set: ServiceSet): Promise<Target
   }
 }
 
-/** Ratchet (in-process, its own database) with its own SDK endpoint serving `set`. */
-export async function startRatchetTargetServing(set: ServiceSet): Promise<Target> {
+/** Ratchet (in-process, its own database) with its own SDK endpoint serving `services`. */
+export async function startRatchetTargetServing(services: ServiceSet): Promise<Target> {
   // Imported lazily: the restate half of a suite runs even while Ratchet's runtime does not build.
   const { startTestRuntime } = await import('../integration/support/runtime.ts');
   const resources = new Resources();
   try {
     const db = await createTestDatabase();
     resources.add(() => db.drop());
-    const endpoint = await startEndpoint({ services: set.services, transport: 'h2' });
+    const endpoint = await startEndpoint({ services, transport: 'h2' });
     resources.add(() => endpoint.close());
     const runtime = await startTestRuntime(db.url);
     resources.add(() => runtime.stop());
-    await registerDeployment(runtime.adminUrl, endpoint.url);
-    await waitForServices(runtime.ingressUrl, [...set.names]);
+    await registerEndpoint(runtime, endpoint, { timeoutMs: SERVICES_VISIBLE_TIMEOUT_MS });
     return {
       name: 'ratchet',
       tag: 'via-ratchet',

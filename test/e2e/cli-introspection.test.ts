@@ -7,8 +7,9 @@ import {
   type LabInvocations,
   type LabTarget,
 } from '../integration/introspection/lab.ts';
-import { registerDeployment, startTestRuntime, type TestRuntime } from '../integration/support/runtime.ts';
+import { startTestRuntime, type TestRuntime } from '../integration/support/runtime.ts';
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts';
+import { registerEndpoint } from '../support/registration.ts';
 import { startEndpoint, type SdkEndpoint } from '../support/sdk-endpoint.ts';
 import { printed, restateCli, type CliResult, type RestateCli } from './support/restate-cli.ts';
 
@@ -35,7 +36,7 @@ beforeAll(async () => {
   db = await createTestDatabase();
   endpoint = await startEndpoint({ services: LAB_SERVICES, transport: 'h2' });
   runtime = await startTestRuntime(db.url, { RATCHET_INVOKER_INACTIVITY_TIMEOUT: '1s' });
-  await registerDeployment(runtime.adminUrl, endpoint.url);
+  await registerEndpoint(runtime, endpoint);
   target = { ingressUrl: runtime.ingressUrl, adminUrl: runtime.adminUrl };
   lab = await playLab(target);
   await waitForStatus(target, lab.sleeping, 'suspended');

@@ -2,6 +2,7 @@ import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as restate from '@restatedev/restate-sdk';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { registerEndpoint } from '../support/registration.ts';
 import { startEndpoint, type SdkEndpoint } from '../support/sdk-endpoint.ts';
 import {
   START_TIMEOUT_MS,
@@ -55,17 +56,6 @@ async function startDevRuntime(dataDir: string): Promise<{ runtime: RuntimeChild
   return { runtime, startMs };
 }
 
-async function register(runtime: RuntimeChild): Promise<string> {
-  const res = await fetch(`${runtime.adminUrl}/deployments`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ uri: endpoint.url }),
-  });
-  const body = (await res.json()) as { id: string };
-  expect(res.status).toBe(201);
-  return body.id;
-}
-
 async function greet(runtime: RuntimeChild, name: string): Promise<{ status: number; body: unknown }> {
   const res = await fetch(`${runtime.ingressUrl}/Greeter/greet`, {
     method: 'POST',
@@ -99,7 +89,7 @@ describe('dev mode (embedded PostgreSQL)', () => {
     expect(metrics.status).toBe(200);
     expect(await metrics.text()).toContain('ratchet_engine_invocations_accepted_total');
 
-    const deploymentId = await register(first.runtime);
+    const { id: deploymentId } = await registerEndpoint(first.runtime, endpoint);
     expect(await greet(first.runtime, 'Alice')).toEqual({ status: 200, body: 'Hello Alice!' });
 
     const pgPid = await postmasterPid(dataDir);
@@ -127,7 +117,7 @@ describe('dev mode (embedded PostgreSQL)', () => {
   it('stops the PostgreSQL a SIGKILLed runtime left running, then starts on the same data', async () => {
     const dataDir = await newDataDir();
     const first = await startDevRuntime(dataDir);
-    const deploymentId = await register(first.runtime);
+    const { id: deploymentId } = await registerEndpoint(first.runtime, endpoint);
     expect(await greet(first.runtime, 'Carol')).toEqual({ status: 200, body: 'Hello Carol!' });
     const orphanPid = (await postmasterPid(dataDir))!;
 
@@ -164,7 +154,7 @@ describe('dev mode (embedded PostgreSQL)', () => {
     // The loser touched neither the lock, nor the first runtime's PostgreSQL.
     expect(await isRunning(pgPid)).toBe(true);
     expect(await postmasterPid(dataDir)).toBe(pgPid);
-    await register(first.runtime);
+    await registerEndpoint(first.runtime, endpoint);
     expect(await greet(first.runtime, 'Erin')).toEqual({ status: 200, body: 'Hello Erin!' });
     first.runtime.child.kill('SIGINT');
     expect(await first.runtime.exit()).toEqual({ code: 0, signal: null });

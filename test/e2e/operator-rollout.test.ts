@@ -1,4 +1,3 @@
-import * as restate from '@restatedev/restate-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OperatorHandle } from '../../operator/src/operator.ts';
 import { kubectl, startHarness, type Harness } from '../integration/fake-kube/harness.ts';
@@ -6,6 +5,7 @@ import { startKubelet, type Kubelet, type PodInfo } from '../support/operator/ku
 import { applyAsUser, installOperator, startTestOperator } from '../support/operator/operator-env.ts';
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts';
 import { startEndpoint, type SdkEndpoint } from '../support/sdk-endpoint.ts';
+import { counter } from '../support/services/counter.ts';
 
 /*
  * A rolling update of a Cluster under load, end to end on one machine: the fake API server, the real operator, the
@@ -25,20 +25,6 @@ const NS = 'rollout';
 const CLUSTER = 'main';
 // Three, as a production cluster runs (and the issue asks); two took 15 s less on this machine.
 const REPLICAS = 3;
-
-const counter = restate.object({
-  name: 'Counter',
-  handlers: {
-    add: async (ctx: restate.ObjectContext, n: number): Promise<number> => {
-      const value = ((await ctx.get<number>('value')) ?? 0) + n;
-      ctx.set('value', value);
-      return value;
-    },
-    get: restate.handlers.object.shared(
-      async (ctx: restate.ObjectSharedContext): Promise<number> => (await ctx.get<number>('value')) ?? 0,
-    ),
-  },
-});
 
 interface ClusterStatus {
   observedGeneration?: number;

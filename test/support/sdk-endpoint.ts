@@ -25,6 +25,8 @@ export interface SdkEndpoint {
   readonly url: string;
   readonly port: number;
   readonly transport: EndpointTransport;
+  /** The names of the services it serves, in the order given. */
+  readonly services: readonly string[];
   /** Stops listening and destroys open sessions and sockets, so in-flight invocations end at once. */
   close(): Promise<void>;
 }
@@ -87,6 +89,7 @@ export async function startEndpoint(options: StartEndpointOptions): Promise<SdkE
     url: `${loopbackUrl(port)}/`,
     port,
     transport: options.transport,
+    services: options.services.map((s) => s.name),
     close() {
       closing ??= (async () => {
         const closed = closeServer(server);

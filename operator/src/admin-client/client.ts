@@ -1,17 +1,25 @@
+import type { ListDeploymentsResponse } from '../../../runtime/src/admin/model/deployments.ts';
+import type { ListKafkaClustersResponse } from '../../../runtime/src/admin/model/kafka-clusters.ts';
+import type { QueryRequest, QueryResponse } from '../../../runtime/src/admin/model/query.ts';
+import type { ListServicesResponse } from '../../../runtime/src/admin/model/services.ts';
+import type { ListSubscriptionsResponse } from '../../../runtime/src/admin/model/subscriptions.ts';
 import { countAdminApiRequest } from '../telemetry/metrics.ts';
 import {
   AdminApiError,
   type AdminClient,
   type AdminClientFactory,
   type AdminTarget,
-  type DeploymentInfo,
-  type KafkaClusterInfo,
+  type CreateKafkaClusterRequest,
+  type CreateSubscriptionRequest,
+  type DeploymentResponse,
+  type DetailedDeploymentResponse,
   type RegisterDeploymentRequest,
   type RegisterDeploymentResponse,
-  type ServiceInfo,
-  type SubscriptionInfo,
+  type ServiceMetadata,
+  type SimpleKafkaClusterResponse,
+  type SubscriptionResponse,
   type UpdateDeploymentRequest,
-  type VersionInfo,
+  type VersionInformation,
 } from './types.ts';
 
 /*
@@ -148,12 +156,12 @@ class HttpAdminClient implements AdminClient {
     }
   }
 
-  version(): Promise<VersionInfo> {
-    return this.json<VersionInfo>({ method: 'GET', path: '/version', ok: [200] });
+  version(): Promise<VersionInformation> {
+    return this.json<VersionInformation>({ method: 'GET', path: '/version', ok: [200] });
   }
 
   async registerDeployment(
-    req: RegisterDeploymentRequest,
+    req: RegisterDeploymentRequest & { force: boolean },
   ): Promise<{ created: boolean; deployment: RegisterDeploymentResponse }> {
     // `force` is always on the wire as a boolean: restate defaults a missing one to true on some API versions (#178).
     const body: RegisterDeploymentRequest = { ...req, force: req.force === true };
@@ -162,14 +170,14 @@ class HttpAdminClient implements AdminClient {
     return { created: answer.status === 201, deployment: this.parse<RegisterDeploymentResponse>(answer, spec) };
   }
 
-  async getDeployment(id: string): Promise<DeploymentInfo | undefined> {
+  async getDeployment(id: string): Promise<DetailedDeploymentResponse | undefined> {
     const spec: RequestSpec = { method: 'GET', path: `/deployments/${segment(id)}`, ok: [200], notFoundIsAnswer: true };
     const answer = await this.send(spec);
-    return answer.status === 404 ? undefined : this.parse<DeploymentInfo>(answer, spec);
+    return answer.status === 404 ? undefined : this.parse<DetailedDeploymentResponse>(answer, spec);
   }
 
-  async listDeployments(): Promise<DeploymentInfo[]> {
-    const body = await this.json<{ deployments?: DeploymentInfo[] }>({
+  async listDeployments(): Promise<DeploymentResponse[]> {
+    const body = await this.json<Partial<ListDeploymentsResponse>>({
       method: 'GET',
       path: '/deployments',
       ok: [200],
@@ -177,8 +185,13 @@ class HttpAdminClient implements AdminClient {
     return body.deployments ?? [];
   }
 
-  updateDeployment(id: string, req: UpdateDeploymentRequest): Promise<DeploymentInfo> {
-    return this.json<DeploymentInfo>({ method: 'PATCH', path: `/deployments/${segment(id)}`, body: req, ok: [200] });
+  updateDeployment(id: string, req: UpdateDeploymentRequest): Promise<DetailedDeploymentResponse> {
+    return this.json<DetailedDeploymentResponse>({
+      method: 'PATCH',
+      path: `/deployments/${segment(id)}`,
+      body: req,
+      ok: [200],
+    });
   }
 
   async deleteDeployment(id: string, options: { force: boolean }): Promise<boolean> {
@@ -192,17 +205,18 @@ class HttpAdminClient implements AdminClient {
     return answer.status !== 404;
   }
 
-  async listServices(): Promise<ServiceInfo[]> {
-    const body = await this.json<{ services?: ServiceInfo[] }>({ method: 'GET', path: '/services', ok: [200] });
+  async listServices(): Promise<ServiceMetadata[]> {
+    const body = await this.json<Partial<ListServicesResponse>>({ method: 'GET', path: '/services', ok: [200] });
     return body.services ?? [];
   }
 
   async query(sql: string): Promise<Record<string, unknown>[]> {
     // Exactly `application/json`: anything else (even */*) is answered with an Arrow IPC stream.
-    const body = await this.json<{ rows?: Record<string, unknown>[] }>({
+    const request: QueryRequest = { query: sql };
+    const body = await this.json<Partial<QueryResponse>>({
       method: 'POST',
       path: '/query',
-      body: { query: sql },
+      body: request,
       accept: 'application/json',
       ok: [200],
       timeoutMs: this.options.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS,
@@ -210,20 +224,21 @@ class HttpAdminClient implements AdminClient {
     return body.rows ?? [];
   }
 
-  async listKafkaClusters(): Promise<KafkaClusterInfo[]> {
-    const body = await this.json<{ clusters?: KafkaClusterInfo[] }>({
+  async listKafkaClusters(): Promise<SimpleKafkaClusterResponse[]> {
+    const body = await this.json<Partial<ListKafkaClustersResponse>>({
       method: 'GET',
       path: '/kafka-clusters',
       ok: [200],
     });
-    return (body.clusters ?? []).map((c) => ({ name: c.name, properties: c.properties ?? {} }));
+    return body.clusters ?? [];
   }
 
-  async createKafkaCluster(cluster: KafkaClusterInfo): Promise<void> {
+  async createKafkaCluster(cluster: CreateKafkaClusterRequest): Promise<void> {
+    const body: CreateKafkaClusterRequest = { name: cluster.name, properties: cluster.properties };
     await this.send({
       method: 'POST',
       path: '/kafka-clusters',
-      body: { name: cluster.name, properties: cluster.properties },
+      body,
       ok: [200, 201],
     });
   }
@@ -242,8 +257,8 @@ class HttpAdminClient implements AdminClient {
     return answer.status !== 404;
   }
 
-  async listSubscriptions(): Promise<SubscriptionInfo[]> {
-    const body = await this.json<{ subscriptions?: SubscriptionInfo[] }>({
+  async listSubscriptions(): Promise<SubscriptionResponse[]> {
+    const body = await this.json<Partial<ListSubscriptionsResponse>>({
       method: 'GET',
       path: '/subscriptions',
       ok: [200],
@@ -251,7 +266,7 @@ class HttpAdminClient implements AdminClient {
     return (body.subscriptions ?? []).map(subscriptionInfo);
   }
 
-  async getSubscription(id: string): Promise<SubscriptionInfo | undefined> {
+  async getSubscription(id: string): Promise<SubscriptionResponse | undefined> {
     const spec: RequestSpec = {
       method: 'GET',
       path: `/subscriptions/${segment(id)}`,
@@ -259,14 +274,15 @@ class HttpAdminClient implements AdminClient {
       notFoundIsAnswer: true,
     };
     const answer = await this.send(spec);
-    return answer.status === 404 ? undefined : subscriptionInfo(this.parse<SubscriptionInfo>(answer, spec));
+    return answer.status === 404 ? undefined : subscriptionInfo(this.parse<SubscriptionResponse>(answer, spec));
   }
 
-  async createSubscription(req: Omit<SubscriptionInfo, 'id'>): Promise<SubscriptionInfo> {
-    const created = await this.json<SubscriptionInfo>({
+  async createSubscription(req: CreateSubscriptionRequest): Promise<SubscriptionResponse> {
+    const body: CreateSubscriptionRequest = { source: req.source, sink: req.sink, ...optionsOf(req) };
+    const created = await this.json<SubscriptionResponse>({
       method: 'POST',
       path: '/subscriptions',
-      body: { source: req.source, sink: req.sink, options: req.options },
+      body,
       ok: [200, 201],
     });
     return subscriptionInfo(created);
@@ -283,8 +299,13 @@ class HttpAdminClient implements AdminClient {
   }
 }
 
-function subscriptionInfo(s: SubscriptionInfo): SubscriptionInfo {
+/** Only the fields the operator compares; `options` as a map even from a runtime that leaves it out. */
+function subscriptionInfo(s: SubscriptionResponse): SubscriptionResponse {
   return { id: s.id, source: s.source, sink: s.sink, options: s.options ?? {} };
+}
+
+function optionsOf(req: CreateSubscriptionRequest): Pick<CreateSubscriptionRequest, 'options'> {
+  return req.options === undefined ? {} : { options: req.options };
 }
 
 /** A factory with options (timeouts, a metrics hook, a fetch for tests). */

@@ -3,7 +3,6 @@ import type { Logger } from 'pino';
 import { AuthError } from '../auth/errors.ts';
 import { authorize, type Authenticator } from '../auth/verifier.ts';
 import type { RequestRouter } from '../cluster/forward.ts';
-import type { ClusterHealth } from '../cluster/health.ts';
 import type { Engine } from '../engine/engine.ts';
 import { PartitionNotServedError } from '../engine/management-errors.ts';
 import { isDatabaseUnavailable } from '../storage/pg/unavailable.ts';
@@ -13,6 +12,8 @@ import { createSchemaOperations, type SchemaOperations } from '../schema/operati
 import type { RegisterDeployment } from '../schema/register.ts';
 import type { SchemaRegistry } from '../schema/registry.ts';
 import { RequestExtractionError, UnsupportedAdminApiVersionError } from './errors.ts';
+import type { ClusterHealthResponse } from './model/cluster-health.ts';
+import type { ErrorDescriptionResponse } from './model/errors.ts';
 import { buildAdminOpenApi, type RouteInfo } from './openapi/document.ts';
 import { sendJson } from './reply.ts';
 import type { AdminApiVersion } from './request.ts';
@@ -55,7 +56,7 @@ export interface AdminDeps {
   /** Sends requests for partitions other nodes own to them; without it such requests are answered 503. */
   router?: RequestRouter | undefined;
   /** `GET /cluster-health` and the nodes behind it; without it the route is not served. */
-  clusterHealth?: (() => Promise<ClusterHealth>) | undefined;
+  clusterHealth?: (() => Promise<ClusterHealthResponse>) | undefined;
 }
 
 const STATIC_ROUTES: readonly AdminRoutes[] = [
@@ -98,7 +99,7 @@ function methodRank(method: string): number {
   return rank === -1 ? METHOD_ORDER.length : rank;
 }
 
-function errorBody(message: string, code: string | undefined): Record<string, unknown> {
+function errorBody(message: string, code: string | undefined): ErrorDescriptionResponse {
   // restate clients read `restate_code`; the specification names it `service_code`. Both are sent.
   return { message, restate_code: code ?? null, service_code: code ?? null };
 }

@@ -1,19 +1,32 @@
+import type { Static, TObject, TSchema } from '@sinclair/typebox';
 import { KAFKA_CLUSTER_NAME_PATTERN } from '../config/config.ts';
 import { parseDuration, UnitFormatError } from '../config/units.ts';
 import { DeploymentTypeMismatchError, NotSupportedError } from '../schema/errors.ts';
-import type { ModifyServiceRequest } from '../schema/modify-service.ts';
-import type { RegisterDeploymentRequest } from '../schema/register.ts';
-import type { UpdateDeploymentRequest } from '../schema/update-deployment.ts';
+import type { ModifyServiceRequest as ServiceChanges } from '../schema/modify-service.ts';
+import type { RegisterDeploymentRequest as Registration } from '../schema/register.ts';
+import type { UpdateDeploymentRequest as DeploymentUpdate } from '../schema/update-deployment.ts';
 import {
   InvalidQueryStringError,
   JsonBodyShapeError,
   MalformedJsonBodyError,
   UnsupportedMediaTypeError,
 } from './errors.ts';
+import {
+  RegisterHttpDeploymentRequest,
+  RegisterLambdaDeploymentRequest,
+  UpdateHttpDeploymentRequest,
+  UpdateLambdaDeploymentRequest,
+  type RegisterDeploymentRequest,
+} from './model/deployments.ts';
+import { componentName, meaningOf, refTarget, type Meaning } from './model/json-schema.ts';
+import { CreateKafkaClusterRequest, UpdateKafkaClusterRequest } from './model/kafka-clusters.ts';
+import { ModifyServiceRequest } from './model/services.ts';
+import { CreateSubscriptionRequest } from './model/subscriptions.ts';
 
 /**
- * Reading admin request bodies the way restate's axum extractors do: the content type must be JSON (415), the body
- * must parse (400) and have the expected shape (422), each rejected with restate's phrase plus what to fix.
+ * Reading admin requests the way restate's axum extractors do: the content type must be JSON (415), the body must
+ * parse (400) and have the shape the admin API model (`model/`) gives the request type (422), each refusal worded
+ * as restate words it, plus what to fix. Query parameters are read by the model's query schemas likewise (400).
  */
 
 /** The admin API version a request came in through; `undefined` = the unprefixed path. */
@@ -55,11 +68,10 @@ export function readJsonBody(contentType: string | undefined, body: Buffer | und
   }
 }
 
-const REGISTER_VARIANTS = 'data did not match any variant of untagged enum RegisterDeploymentRequest';
-
-function shapeError(detail: string): JsonBodyShapeError {
-  return new JsonBodyShapeError(`${REGISTER_VARIANTS} (${detail})`);
-}
+// ---------------------------------------------------------------------------------------------------------------------
+// Shapes. A body is checked against its model schema property by property, in the schema's order, and the first
+// problem is reported; unknown properties are ignored (as serde ignores them). Only the forms request schemas use
+// are known: booleans, strings, integers and maps of strings, each possibly nullable (null then counts as absent).
 
 type JsonObject = Record<string, unknown>;
 
@@ -67,79 +79,52 @@ function isObject(value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-function optionalBoolean(body: JsonObject, key: string, nullable: boolean): boolean | undefined {
-  const value = body[key];
-  if (value === undefined || (nullable && value === null)) return undefined;
-  if (typeof value !== 'boolean') throw shapeError(`\`${key}\` must be a boolean${nullable ? ' or null' : ''}`);
-  return value;
+type FieldKind = 'boolean' | 'string' | 'integer' | 'map';
+
+/** What a property of a request schema accepts. */
+interface Expected {
+  readonly kind: FieldKind;
+  readonly nullable: boolean;
+  /** Maps: the schema of every value. */
+  readonly values: TSchema | undefined;
+  readonly meaning: Meaning | undefined;
 }
 
-/** RFC 9110 token characters: what a header name may contain. */
-const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-/** Visible ASCII, space, tab and obs-text: what an HTTP header value may contain (no CR, LF or NUL). */
-const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
-
-function stringMap(body: JsonObject, key: string, nullable: boolean, headers: boolean): Record<string, string> {
-  const value = body[key];
-  if (value === undefined || (nullable && value === null)) return {};
-  if (!isObject(value)) throw shapeError(`\`${key}\` must be an object of strings${nullable ? ' or null' : ''}`);
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(value)) {
-    if (typeof v !== 'string') throw shapeError(`\`${key}.${k}\` must be a string`);
-    if (headers) {
-      if (!HEADER_NAME.test(k)) throw shapeError(`\`${key}\`: '${k}' is not a valid HTTP header name`);
-      if (!HEADER_VALUE.test(v)) throw shapeError(`\`${key}.${k}\` is not a valid HTTP header value`);
-      // Header names are case-insensitive; restate stores them lower-cased.
-      out[k.toLowerCase()] = v;
-    } else {
-      out[k] = v;
-    }
+function expectation(schema: TSchema): Expected {
+  const target = refTarget(schema) ?? schema;
+  const types: unknown[] = Array.isArray(target.type) ? target.type : [target.type];
+  const kind = types.find((t) => t !== 'null');
+  const meaning = meaningOf(schema) ?? meaningOf(target);
+  const nullable = types.includes('null');
+  const additional: unknown = target.additionalProperties;
+  if (kind === 'object' && typeof additional === 'object' && additional !== null) {
+    return { kind: 'map', nullable, values: additional as TSchema, meaning };
   }
-  return out;
+  if (kind === 'boolean' || kind === 'string' || kind === 'integer')
+    return { kind, nullable, values: undefined, meaning };
+  throw new Error(`a request schema of the admin API model has a form this reader does not know: ${String(kind)}`);
 }
 
-/**
- * `RegisterDeploymentRequest`: the HTTP variant when `uri` is a string, else the Lambda variant when `arn` is.
- * Unknown fields are ignored. `force` defaults to true through `/v2` (and `/v1`), to false otherwise.
- */
-export function parseRegisterDeploymentRequest(body: unknown, version: AdminApiVersion): RegisterDeploymentRequest {
-  if (!isObject(body)) throw shapeError('expected a JSON object');
-  const force = optionalBoolean(body, 'force', true) ?? version === 2;
-  const flags = {
-    force,
-    breaking: optionalBoolean(body, 'breaking', false) ?? false,
-    dryRun: optionalBoolean(body, 'dry_run', false) ?? false,
-    metadata: stringMap(body, 'metadata', false, false),
-    additionalHeaders: stringMap(body, 'additional_headers', true, true),
-  };
-  if (typeof body['uri'] === 'string') {
-    const auth = body['auth'];
-    if (auth !== undefined && auth !== null) {
-      throw new NotSupportedError(
-        'per-deployment authentication (`auth`) is not supported by Ratchet; put the credentials the deployment ' +
-          'expects in `additional_headers` instead',
-      );
-    }
-    return {
-      kind: 'http',
-      uri: body['uri'],
-      useHttp11: optionalBoolean(body, 'use_http_11', false) ?? false,
-      ...flags,
-    };
+function hasKind(value: unknown, kind: FieldKind): boolean {
+  switch (kind) {
+    case 'boolean':
+      return typeof value === 'boolean';
+    case 'string':
+      return typeof value === 'string';
+    case 'integer':
+      return Number.isInteger(value);
+    case 'map':
+      return isObject(value);
   }
-  if (typeof body['arn'] === 'string') {
-    const assumeRoleArn = body['assume_role_arn'];
-    if (assumeRoleArn !== undefined && assumeRoleArn !== null && typeof assumeRoleArn !== 'string') {
-      throw shapeError('`assume_role_arn` must be a string or null');
-    }
-    return { kind: 'lambda', arn: body['arn'], assumeRoleArn: assumeRoleArn ?? undefined, ...flags };
-  }
-  throw shapeError('expected `uri` (HTTP deployment) or `arn` (Lambda deployment) as a string');
 }
 
-// ---------------------------------------------------------------------------------------------------------------------
-// Bodies of the other admin requests. Shape errors name the field and say what was expected, as serde does
-// (`public: invalid type: string "yes", expected a boolean`); unknown fields are ignored.
+/** How a request type words its refusals: each function returns the detail, `refuse` makes the 422 of it. */
+interface Wording {
+  readonly refuse: (detail: string) => JsonBodyShapeError;
+  readonly notObject: (body: unknown) => string;
+  readonly missing: (field: string) => string;
+  readonly wrongType: (path: string, value: unknown, expected: Expected) => string;
+}
 
 /** serde's description of a JSON value in "invalid type" messages. */
 function serdeKind(value: unknown): string {
@@ -153,175 +138,318 @@ function serdeKind(value: unknown): string {
   return typeof value === 'object' ? 'map' : typeof value;
 }
 
-function fieldError(field: string, problem: string): JsonBodyShapeError {
-  return new JsonBodyShapeError(`${field}: ${problem}`);
+function serdeExpecting(expected: Expected): string {
+  switch (expected.kind) {
+    case 'boolean':
+      return 'a boolean';
+    case 'string':
+      return expected.meaning === 'duration' ? 'a human-friendly duration string' : 'a string';
+    case 'integer':
+      return 'an integer';
+    case 'map':
+      return 'a map';
+  }
 }
 
-function typeError(field: string, value: unknown, expected: string): JsonBodyShapeError {
-  return fieldError(field, `invalid type: ${serdeKind(value)}, expected ${expected}`);
+/** serde's derived struct deserializer: `public: invalid type: string "yes", expected a boolean`. */
+function serdeStruct(schema: TObject): Wording {
+  const struct = componentName(schema);
+  return {
+    refuse: (detail) => new JsonBodyShapeError(detail),
+    notObject: (body) => `invalid type: ${serdeKind(body)}, expected struct ${struct}`,
+    missing: (field) => `missing field \`${field}\``,
+    wrongType: (path, value, expected) =>
+      `${path}: invalid type: ${serdeKind(value)}, expected ${serdeExpecting(expected)}`,
+  };
 }
 
-function requireObject(body: unknown, struct: string): JsonObject {
-  if (!isObject(body)) throw new JsonBodyShapeError(`invalid type: ${serdeKind(body)}, expected struct ${struct}`);
+const UNTAGGED_EXPECTING: Record<FieldKind, string> = {
+  boolean: 'a boolean',
+  string: 'a string',
+  integer: 'an integer',
+  map: 'an object of strings',
+};
+
+/**
+ * restate's untagged enums (the two deployment requests): serde only says that no variant matched; Ratchet adds
+ * in parentheses what to fix (`` `force` must be a boolean or null ``).
+ */
+function untaggedEnum(name: string): Wording {
+  return {
+    refuse: (detail) => new JsonBodyShapeError(`data did not match any variant of untagged enum ${name} (${detail})`),
+    notObject: () => 'expected a JSON object',
+    missing: (field) => `missing field \`${field}\``,
+    wrongType: (path, _value, expected) =>
+      `\`${path}\` must be ${UNTAGGED_EXPECTING[expected.kind]}${expected.nullable ? ' or null' : ''}`,
+  };
+}
+
+/** RFC 9110 token characters: what a header name may contain. */
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** Visible ASCII, space, tab and obs-text: what an HTTP header value may contain (no CR, LF or NUL). */
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+
+/**
+ * What a field's meaning (`model/json-schema.ts`) asks beyond its JSON type: `value` checks the whole value, `entry`
+ * every entry of a map (right after its own type). Each returns the full detail of the problem, or undefined.
+ */
+const MEANINGS: Record<
+  Meaning,
+  {
+    readonly value?: (path: string, value: string) => string | undefined;
+    readonly entry?: (path: string, name: string, value: string) => string | undefined;
+  }
+> = {
+  duration: {
+    value: (path, value) => {
+      try {
+        parseDuration(value);
+        return undefined;
+      } catch (err) {
+        if (err instanceof UnitFormatError) return `${path}: ${err.message}`;
+        throw err;
+      }
+    },
+  },
+  // It is the authority of `kafka://<name>/<topic>`, so it must be hostname-like.
+  'kafka-cluster-name': {
+    value: (path, name) => {
+      if (name === '') return `${path}: empty string`;
+      if (name.length <= 253 && KAFKA_CLUSTER_NAME_PATTERN.test(name)) return undefined;
+      return (
+        `${path}: '${name}' is not a valid cluster name: use letters, digits, '.', '_' and '-', starting and ending ` +
+        'with a letter or digit (a hostname)'
+      );
+    },
+  },
+  'http-headers': {
+    entry: (path, name, value) => {
+      if (!HEADER_NAME.test(name)) return `\`${path}\`: '${name}' is not a valid HTTP header name`;
+      if (!HEADER_VALUE.test(value)) return `\`${path}.${name}\` is not a valid HTTP header value`;
+      return undefined;
+    },
+  },
+};
+
+function checkValue(value: unknown, schema: TSchema, path: string, wording: Wording): void {
+  const expected = expectation(schema);
+  if (value === null && expected.nullable) return;
+  if (!hasKind(value, expected.kind)) throw wording.refuse(wording.wrongType(path, value, expected));
+  const meaning = expected.meaning === undefined ? undefined : MEANINGS[expected.meaning];
+  if (expected.kind === 'map' && expected.values !== undefined) {
+    for (const [name, entry] of Object.entries(value as JsonObject)) {
+      checkValue(entry, expected.values, `${path}.${name}`, wording);
+      // Entry checks are for maps of strings, which the line above has just made sure of.
+      const problem = meaning?.entry?.(path, name, entry as string);
+      if (problem !== undefined) throw wording.refuse(problem);
+    }
+  }
+  if (expected.kind === 'string') {
+    const problem = meaning?.value?.(path, value as string);
+    if (problem !== undefined) throw wording.refuse(problem);
+  }
+}
+
+function checkProperty(body: JsonObject, schema: TObject, key: string, wording: Wording): void {
+  const property = schema.properties[key];
+  if (property === undefined) return;
+  const value = body[key];
+  if (value !== undefined) checkValue(value, property, key, wording);
+  else if (schema.required?.includes(key) === true) throw wording.refuse(wording.missing(key));
+}
+
+/** Checks the properties of `schema` (those `only` keeps), in the schema's order. */
+function checkProperties(body: JsonObject, schema: TObject, wording: Wording, only?: (key: string) => boolean): void {
+  for (const key of Object.keys(schema.properties)) {
+    if (only === undefined || only(key)) checkProperty(body, schema, key, wording);
+  }
+}
+
+function requireObject(body: unknown, wording: Wording): JsonObject {
+  if (!isObject(body)) throw wording.refuse(wording.notObject(body));
   return body;
 }
 
-function nullableBoolean(body: JsonObject, key: string): boolean | undefined {
-  const value = body[key];
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'boolean') throw typeError(key, value, 'a boolean');
-  return value;
+/** `body` as the request type `schema` describes, or the refusal of its first problem. */
+function readBody<T extends TObject>(body: unknown, schema: T, wording: Wording): Static<T> {
+  const object = requireObject(body, wording);
+  checkProperties(object, schema, wording);
+  return object;
 }
 
-function requiredString(body: JsonObject, key: string): string {
-  const value = body[key];
-  if (value === undefined) throw new JsonBodyShapeError(`missing field \`${key}\``);
-  if (typeof value !== 'string') throw typeError(key, value, 'a string');
-  return value;
+function present<T>(value: T | null | undefined): value is T {
+  return value !== undefined && value !== null;
 }
 
-/** A map of strings (Kafka properties, subscription options); `nullable` accepts null as "none". */
-function stringRecord(body: JsonObject, key: string, required: boolean, nullable: boolean): Record<string, string> {
-  const value = body[key];
-  if (value === undefined) {
-    if (required) throw new JsonBodyShapeError(`missing field \`${key}\``);
-    return {};
-  }
-  if (value === null && nullable) return {};
-  if (!isObject(value)) throw typeError(key, value, 'a map');
+/** Header names are case-insensitive; restate stores them lower-cased. */
+function headerMap(headers: Record<string, string> | null | undefined): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(value)) {
-    if (typeof v !== 'string') throw typeError(`${key}.${k}`, v, 'a string');
-    out[k] = v;
-  }
+  for (const [name, value] of Object.entries(headers ?? {})) out[name.toLowerCase()] = value;
   return out;
 }
 
-/** A duration in jiff's friendly format or ISO-8601 (`"2h"`, `"1m 30s"`, `"PT1M"`); null = unchanged. */
-function nullableDuration(body: JsonObject, key: string): number | undefined {
-  const value = body[key];
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'string') throw typeError(key, value, 'a human-friendly duration string');
-  try {
-    return parseDuration(value);
-  } catch (err) {
-    if (err instanceof UnitFormatError) throw fieldError(key, err.message);
-    throw err;
-  }
-}
+// ---------------------------------------------------------------------------------------------------------------------
+// The request bodies, turned into the commands of `schema/`.
 
-/** `ModifyServiceRequest` (`PATCH /services/{name}`); `retry_policy` is not patchable and, like restate, ignored. */
-export function parseModifyServiceRequest(body: unknown): ModifyServiceRequest {
-  const b = requireObject(body, 'ModifyServiceRequest');
-  const req: ModifyServiceRequest = {};
-  const isPublic = nullableBoolean(b, 'public');
-  if (isPublic !== undefined) req.public = isPublic;
-  const durations = [
-    ['idempotency_retention', 'idempotencyRetentionMs'],
-    ['workflow_completion_retention', 'workflowCompletionRetentionMs'],
-    ['journal_retention', 'journalRetentionMs'],
-    ['inactivity_timeout', 'inactivityTimeoutMs'],
-    ['abort_timeout', 'abortTimeoutMs'],
-  ] as const;
-  for (const [field, key] of durations) {
-    const ms = nullableDuration(b, field);
-    if (ms !== undefined) req[key] = ms;
-  }
-  return req;
-}
+const REGISTER = untaggedEnum('RegisterDeploymentRequest');
 
-const UPDATE_VARIANTS = 'data did not match any variant of untagged enum UpdateDeploymentRequest';
-
-function updateShapeError(detail: string): JsonBodyShapeError {
-  return new JsonBodyShapeError(`${UPDATE_VARIANTS} (${detail})`);
+function registrationFlags(req: RegisterDeploymentRequest, version: AdminApiVersion) {
+  return {
+    force: req.force ?? version === 2,
+    breaking: req.breaking ?? false,
+    dryRun: req.dry_run ?? false,
+    metadata: { ...req.metadata },
+    additionalHeaders: headerMap(req.additional_headers),
+  };
 }
 
 /**
- * `UpdateDeploymentRequest` (`PATCH /deployments/{id}`, HTTP variant): `uri`, `additional_headers` (replaces all;
- * null = unchanged), `use_http_11`, `overwrite`, `dry_run`. Ratchet deployments are HTTP only, so Lambda options
- * are refused the way restate refuses them for an HTTP deployment.
+ * `RegisterDeploymentRequest`, an untagged enum: first what both variants carry, then the HTTP variant when `uri` is
+ * a string, else the Lambda variant when `arn` is. `force` defaults to true through `/v2` (and `/v1`), to false
+ * otherwise.
  */
-export function parseUpdateDeploymentRequest(body: unknown): UpdateDeploymentRequest {
-  if (!isObject(body)) throw updateShapeError('expected a JSON object');
-  for (const key of ['arn', 'assume_role_arn']) {
-    const value = body[key];
-    if (value !== undefined && value !== null) {
-      if (typeof value !== 'string') throw updateShapeError(`\`${key}\` must be a string or null`);
-      throw new DeploymentTypeMismatchError();
+export function parseRegisterDeploymentRequest(body: unknown, version: AdminApiVersion): Registration {
+  const http = RegisterHttpDeploymentRequest;
+  const lambda = RegisterLambdaDeploymentRequest;
+  const b = requireObject(body, REGISTER);
+  checkProperties(b, http, REGISTER, (key) => key in lambda.properties);
+  if (typeof b['uri'] === 'string') {
+    const auth = b['auth'];
+    if (auth !== undefined && auth !== null) {
+      throw new NotSupportedError(
+        'per-deployment authentication (`auth`) is not supported by Ratchet; put the credentials the deployment ' +
+          'expects in `additional_headers` instead',
+      );
     }
+    checkProperties(b, http, REGISTER, (key) => !(key in lambda.properties));
+    const req = b as RegisterHttpDeploymentRequest;
+    return { kind: 'http', uri: req.uri, useHttp11: req.use_http_11 ?? false, ...registrationFlags(req, version) };
   }
-  const uri = body['uri'];
-  if (uri !== undefined && uri !== null && typeof uri !== 'string') {
-    throw updateShapeError('`uri` must be a string or null');
+  if (typeof b['arn'] === 'string') {
+    checkProperties(b, lambda, REGISTER, (key) => !(key in http.properties));
+    const req = b as RegisterLambdaDeploymentRequest;
+    return {
+      kind: 'lambda',
+      arn: req.arn,
+      assumeRoleArn: req.assume_role_arn ?? undefined,
+      ...registrationFlags(req, version),
+    };
   }
-  const req: UpdateDeploymentRequest = {
-    overwrite: optionalBoolean(body, 'overwrite', false) ?? false,
-    dryRun: optionalBoolean(body, 'dry_run', false) ?? false,
-  };
-  if (typeof uri === 'string') req.uri = uri;
-  const useHttp11 = optionalBoolean(body, 'use_http_11', true);
-  if (useHttp11 !== undefined) req.useHttp11 = useHttp11;
-  const headers = body['additional_headers'];
-  if (headers !== undefined && headers !== null) {
-    try {
-      req.additionalHeaders = stringMap(body, 'additional_headers', true, true);
-    } catch (err) {
-      // Same checks as registration, reported against this request type.
-      if (err instanceof JsonBodyShapeError) throw updateShapeError(err.message.replace(/^.*\((.*)\)$/s, '$1'));
-      throw err;
-    }
-  }
-  return req;
+  throw REGISTER.refuse('expected `uri` (HTTP deployment) or `arn` (Lambda deployment) as a string');
 }
 
-export interface CreateKafkaClusterRequest {
-  name: string;
-  properties: Record<string, string>;
+const UPDATE = untaggedEnum('UpdateDeploymentRequest');
+
+/** The Lambda variant's own options (`arn`, `assume_role_arn`). */
+const LAMBDA_UPDATE_OPTIONS = Object.keys(UpdateLambdaDeploymentRequest.properties).filter(
+  (key) => !(key in UpdateHttpDeploymentRequest.properties),
+);
+
+/**
+ * `UpdateDeploymentRequest` (`PATCH /deployments/{id}`). Ratchet deployments are HTTP only, so the Lambda variant's
+ * options are refused the way restate refuses them for an HTTP deployment; `additional_headers` replaces all
+ * headers, null leaves them (like every other null) unchanged.
+ */
+export function parseUpdateDeploymentRequest(body: unknown): DeploymentUpdate {
+  const b = requireObject(body, UPDATE);
+  for (const key of LAMBDA_UPDATE_OPTIONS) {
+    checkProperty(b, UpdateLambdaDeploymentRequest, key, UPDATE);
+    if (present(b[key])) throw new DeploymentTypeMismatchError();
+  }
+  checkProperties(b, UpdateHttpDeploymentRequest, UPDATE);
+  const req = b as UpdateHttpDeploymentRequest;
+  const update: DeploymentUpdate = { overwrite: req.overwrite ?? false, dryRun: req.dry_run ?? false };
+  if (present(req.uri)) update.uri = req.uri;
+  if (present(req.use_http_11)) update.useHttp11 = req.use_http_11;
+  if (present(req.additional_headers)) update.additionalHeaders = headerMap(req.additional_headers);
+  return update;
 }
 
-/** A Kafka cluster name: it is the authority of `kafka://<name>/<topic>`, so it must be hostname-like. */
-export function parseKafkaClusterName(field: string, name: string): string {
-  if (name === '') throw fieldError(field, 'empty string');
-  if (name.length > 253 || !KAFKA_CLUSTER_NAME_PATTERN.test(name)) {
-    throw fieldError(
-      field,
-      `'${name}' is not a valid cluster name: use letters, digits, '.', '_' and '-', starting and ending with a ` +
-        'letter or digit (a hostname)',
-    );
+const SERVICE_DURATIONS = [
+  ['idempotency_retention', 'idempotencyRetentionMs'],
+  ['workflow_completion_retention', 'workflowCompletionRetentionMs'],
+  ['journal_retention', 'journalRetentionMs'],
+  ['inactivity_timeout', 'inactivityTimeoutMs'],
+  ['abort_timeout', 'abortTimeoutMs'],
+] as const;
+
+/** `ModifyServiceRequest` (`PATCH /services/{name}`); `retry_policy` is not patchable and, like restate, ignored. */
+export function parseModifyServiceRequest(body: unknown): ServiceChanges {
+  const req = readBody(body, ModifyServiceRequest, serdeStruct(ModifyServiceRequest));
+  const changes: ServiceChanges = {};
+  if (present(req.public)) changes.public = req.public;
+  for (const [field, key] of SERVICE_DURATIONS) {
+    const value = req[field];
+    if (present(value)) changes[key] = parseDuration(value);
   }
-  return name;
+  return changes;
 }
 
 export function parseCreateKafkaClusterRequest(body: unknown): CreateKafkaClusterRequest {
-  const b = requireObject(body, 'CreateKafkaClusterRequest');
-  const name = parseKafkaClusterName('name', requiredString(b, 'name'));
-  return { name, properties: stringRecord(b, 'properties', true, false) };
+  const req = readBody(body, CreateKafkaClusterRequest, serdeStruct(CreateKafkaClusterRequest));
+  return { name: req.name, properties: req.properties };
 }
 
-export function parseUpdateKafkaClusterRequest(body: unknown): Record<string, string> {
-  return stringRecord(requireObject(body, 'UpdateKafkaClusterRequest'), 'properties', true, false);
-}
-
-export interface CreateSubscriptionRequest {
-  source: string;
-  sink: string;
-  options: Record<string, string>;
+export function parseUpdateKafkaClusterRequest(body: unknown): UpdateKafkaClusterRequest {
+  const req = readBody(body, UpdateKafkaClusterRequest, serdeStruct(UpdateKafkaClusterRequest));
+  return { properties: req.properties };
 }
 
 /** `CreateSubscriptionRequest`; the URIs themselves are checked by the registry (META0009). */
-export function parseCreateSubscriptionRequest(body: unknown): CreateSubscriptionRequest {
-  const b = requireObject(body, 'CreateSubscriptionRequest');
-  return {
-    source: requiredString(b, 'source'),
-    sink: requiredString(b, 'sink'),
-    options: stringRecord(b, 'options', false, true),
-  };
+export function parseCreateSubscriptionRequest(
+  body: unknown,
+): CreateSubscriptionRequest & { options: Record<string, string> } {
+  const req = readBody(body, CreateSubscriptionRequest, serdeStruct(CreateSubscriptionRequest));
+  return { source: req.source, sink: req.sink, options: req.options ?? {} };
 }
 
-/** A boolean query parameter, `true` or `false` exactly (axum's Query): anything else is 400. */
-export function parseBooleanQuery(name: string, value: unknown): boolean | undefined {
-  if (value === undefined) return undefined;
+// ---------------------------------------------------------------------------------------------------------------------
+// Query parameters, as axum's `Query` reads them (refusals are 400, in plain text).
+
+/** A boolean query parameter, `true` or `false` exactly: anything else is refused. */
+function booleanQuery(name: string, value: unknown): boolean {
   if (value === 'true') return true;
   if (value === 'false') return false;
   throw new InvalidQueryStringError(`${name}: provided string was not \`true\` or \`false\``);
+}
+
+/** An unsigned 32-bit integer, refused in the words of Rust's integer parser. */
+function integerQuery(name: string, value: unknown): number {
+  if (value === '') throw new InvalidQueryStringError(`${name}: cannot parse integer from empty string`);
+  if (typeof value !== 'string' || !/^\+?\d+$/.test(value)) {
+    throw new InvalidQueryStringError(`${name}: invalid digit found in string`);
+  }
+  const n = Number(value.replace(/^\+/, ''));
+  if (n > 0xffffffff) throw new InvalidQueryStringError(`${name}: number too large to fit in target type`);
+  return n;
+}
+
+/**
+ * The query parameters `schema` declares: booleans (`true`/`false`), unsigned 32-bit integers, and strings (a
+ * repeated one counts by its last value). Absent ones stay absent; undeclared ones are ignored.
+ */
+export function readQuery<T extends TObject>(schema: T, query: unknown): Static<T> {
+  const raw = isObject(query) ? query : {};
+  const out: JsonObject = {};
+  for (const [name, property] of Object.entries(schema.properties)) {
+    const value = raw[name];
+    if (value === undefined) continue;
+    const { kind } = expectation(property);
+    switch (kind) {
+      case 'boolean':
+        out[name] = booleanQuery(name, value);
+        break;
+      case 'integer':
+        out[name] = integerQuery(name, value);
+        break;
+      case 'string': {
+        const last: unknown = Array.isArray(value) ? value[value.length - 1] : value;
+        if (typeof last === 'string') out[name] = last;
+        break;
+      }
+      case 'map':
+        throw new Error(`query parameter ${name}: a map cannot be a query parameter`);
+    }
+  }
+  return out;
 }

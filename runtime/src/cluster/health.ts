@@ -1,30 +1,9 @@
+import type { ClusterHealthResponse, ClusterNode } from '../admin/model/cluster-health.ts';
 import type { LeaseRow } from '../storage/pg/leases.ts';
 import type { NodeRow } from './membership.ts';
 
-/** One node in `GET /cluster-health` (Ratchet's addition to restate's shape) and in `sys_node`. */
-export interface NodeHealth {
-  name: string;
-  /** restate's plain node id of this node (what `metadata_cluster_health.members` lists). */
-  id: number;
-  /** Where peers reach its admin listener (`host:port`). */
-  address: string;
-  ingress_address: string;
-  alive: boolean;
-  leaving: boolean;
-  started_at: string;
-  last_heartbeat: string;
-  /** The partitions it holds a live lease of. */
-  leader_of: number[];
-}
-
-/** restate 1.7's `ClusterHealthResponse`, plus `nodes`. */
-export interface ClusterHealth {
-  cluster_name: string;
-  metadata_cluster_health: { members: number[] } | null;
-  nodes: NodeHealth[];
-}
-
-export function clusterHealth(clusterName: string, nodes: NodeRow[], leases: LeaseRow[]): ClusterHealth {
+/** `GET /cluster-health`: every node with the partitions it holds a live lease of (also what `sys_node` shows). */
+export function clusterHealth(clusterName: string, nodes: NodeRow[], leases: LeaseRow[]): ClusterHealthResponse {
   const leaderOf = new Map<string, number[]>();
   for (const l of leases) {
     if (!l.live || l.owner === null) continue;
@@ -32,7 +11,7 @@ export function clusterHealth(clusterName: string, nodes: NodeRow[], leases: Lea
     if (list === undefined) leaderOf.set(l.owner, (list = []));
     list.push(l.partition);
   }
-  const described = nodes.map((n): NodeHealth => ({
+  const described = nodes.map((n): ClusterNode => ({
     name: n.name,
     id: n.id,
     address: n.adminAddress,

@@ -1,110 +1,32 @@
+import type { SchemaInfo } from '../admin/model/common.ts';
+import type {
+  DetailedHttpDeploymentResponse,
+  HttpDeploymentResponse,
+  RegisterDeploymentResponse,
+} from '../admin/model/deployments.ts';
+import type { KafkaClusterResponse, SimpleKafkaClusterResponse } from '../admin/model/kafka-clusters.ts';
+import type { HandlerMetadata, ServiceMetadata } from '../admin/model/services.ts';
+import type { SubscriptionResponse } from '../admin/model/subscriptions.ts';
 import { formatDuration } from '../config/units.ts';
 import { clampJournalRetention, effectiveHandlerSettings } from './handler-settings.ts';
 import type {
   ActiveService,
   DeploymentSchema,
   HandlerSchema,
-  HandlerType,
   InputRules,
   KafkaClusterSchema,
-  OnMaxAttempts,
   OutputRules,
   ProtocolType,
   ServiceDefaults,
-  ServiceType,
   SubscriptionSchema,
 } from './types.ts';
 
 /**
- * The admin API's JSON shapes, rendered exactly as restate-server 1.7.12 does: field names, field order (the
- * order serde writes them, as captured from the live server), which fields are omitted when unset, and defaults.
- * Serialise with `toJsonText`, which writes float fields the way serde does (`2.0`, not `2`).
+ * The admin API's JSON shapes (the types of the admin API model, `admin/model/`), rendered exactly as
+ * restate-server 1.7.12 does: field order (the order serde writes them, as captured from the live server), which
+ * fields are omitted when unset, and defaults. Serialise with `toJsonText`, which writes float fields the way serde
+ * does (`2.0`, not `2`).
  */
-
-export interface SchemaInfoJson {
-  code?: string;
-  message: string;
-}
-
-export interface HandlerRetryPolicyJson {
-  initial_interval?: string;
-  exponentiation_factor?: number;
-  /** Always present; `null` = inherited from the service. */
-  max_attempts: number | null;
-  max_interval?: string;
-  on_max_attempts?: OnMaxAttempts;
-}
-
-export interface HandlerMetadataJson {
-  name: string;
-  ty?: HandlerType;
-  documentation?: string;
-  metadata?: Record<string, string>;
-  idempotency_retention?: string;
-  journal_retention?: string;
-  inactivity_timeout?: string;
-  abort_timeout?: string;
-  enable_lazy_state?: boolean;
-  public: boolean;
-  input_description: string;
-  output_description: string;
-  input_json_schema?: unknown;
-  output_json_schema?: unknown;
-  retry_policy: HandlerRetryPolicyJson;
-  info?: SchemaInfoJson[];
-}
-
-export interface ServiceRetryPolicyJson {
-  initial_interval: string;
-  exponentiation_factor: number;
-  max_attempts: number;
-  max_interval: string;
-  on_max_attempts: OnMaxAttempts;
-}
-
-export interface ServiceMetadataJson {
-  name: string;
-  ty: ServiceType;
-  handlers: HandlerMetadataJson[];
-  documentation?: string;
-  metadata?: Record<string, string>;
-  deployment_id: string;
-  revision: number;
-  public: boolean;
-  idempotency_retention: string;
-  workflow_completion_retention?: string;
-  journal_retention: string;
-  inactivity_timeout: string;
-  abort_timeout: string;
-  enable_lazy_state: boolean;
-  retry_policy: ServiceRetryPolicyJson;
-  info?: SchemaInfoJson[];
-}
-
-export interface RegisterDeploymentResponseJson {
-  id: string;
-  services: ServiceMetadataJson[];
-  min_protocol_version: number;
-  max_protocol_version: number;
-  sdk_version: string | null;
-}
-
-interface DeploymentJsonBase<S> {
-  id: string;
-  uri: string;
-  protocol_type: ProtocolType;
-  http_version: 'HTTP/2.0' | 'HTTP/1.1';
-  additional_headers?: Record<string, string>;
-  metadata?: Record<string, string>;
-  created_at: string;
-  min_protocol_version: number;
-  max_protocol_version: number;
-  sdk_version: string | null;
-  services: S[];
-}
-
-export type DeploymentResponseJson = DeploymentJsonBase<{ name: string; revision: number }>;
-export type DetailedDeploymentResponseJson = DeploymentJsonBase<ServiceMetadataJson>;
 
 /** What rendering a service needs besides its schema: the transport of the deployment serving this revision. */
 export interface RenderContext {
@@ -160,7 +82,7 @@ function nonEmpty(map: Record<string, string> | undefined): map is Record<string
   return map !== undefined && Object.keys(map).length > 0;
 }
 
-function inactivityInfo(what: 'service' | 'handler', configuredMs: number): SchemaInfoJson {
+function inactivityInfo(what: 'service' | 'handler', configuredMs: number): SchemaInfo {
   return {
     code: 'RT0021',
     message:
@@ -170,7 +92,7 @@ function inactivityInfo(what: 'service' | 'handler', configuredMs: number): Sche
 }
 
 /** restate's note on a journal retention above `max-journal-retention`, which is shown (and applied) reduced. */
-const JOURNAL_RETENTION_CLAMPED_INFO: SchemaInfoJson = {
+const JOURNAL_RETENTION_CLAMPED_INFO: SchemaInfo = {
   code: 'RT0022',
   message: 'The configured journal_retention is clamped to the maximum server limit.',
 };
@@ -179,14 +101,10 @@ const JOURNAL_RETENTION_CLAMPED_INFO: SchemaInfoJson = {
  * `HandlerMetadata`: the handler's own settings (what it inherits is on the service), except `public`, which is its
  * effective visibility.
  */
-export function renderHandlerOf(
-  service: ActiveService,
-  handler: HandlerSchema,
-  ctx: RenderContext,
-): HandlerMetadataJson {
+export function renderHandlerOf(service: ActiveService, handler: HandlerSchema, ctx: RenderContext): HandlerMetadata {
   const requestResponse = ctx.protocolType === 'RequestResponse';
   const p = handler.retryPolicy;
-  const info: SchemaInfoJson[] = [];
+  const info: SchemaInfo[] = [];
   if (requestResponse && handler.inactivityTimeoutMs !== undefined) {
     info.push(inactivityInfo('handler', handler.inactivityTimeoutMs));
   }
@@ -229,12 +147,12 @@ export function renderHandlerOf(
  * `ServiceMetadata` of one revision of a service (`overrides` apply to the latest revision only): its settings as a
  * whole, resolved by `effectiveHandlerSettings`.
  */
-export function renderService(service: ActiveService, ctx: RenderContext): ServiceMetadataJson {
+export function renderService(service: ActiveService, ctx: RenderContext): ServiceMetadata {
   const { schema, overrides } = service;
   const settings = effectiveHandlerSettings(service, undefined, ctx.defaults);
   const requestResponse = ctx.protocolType === 'RequestResponse';
   const configuredInactivity = overrides.inactivityTimeoutMs ?? schema.inactivityTimeoutMs;
-  const info: SchemaInfoJson[] = [];
+  const info: SchemaInfo[] = [];
   if (requestResponse && configuredInactivity !== undefined) info.push(inactivityInfo('service', configuredInactivity));
   if (settings.journalRetentionClamped) info.push(JOURNAL_RETENTION_CLAMPED_INFO);
   const retry = settings.retryPolicy;
@@ -271,7 +189,7 @@ export function renderRegisterResponse(
   deployment: DeploymentSchema,
   services: readonly ActiveService[],
   defaults: ServiceDefaults,
-): RegisterDeploymentResponseJson {
+): RegisterDeploymentResponse {
   const ctx: RenderContext = { protocolType: deployment.protocolType, defaults };
   return {
     id: deployment.id,
@@ -282,7 +200,10 @@ export function renderRegisterResponse(
   };
 }
 
-function deploymentBase<S>(deployment: DeploymentSchema, services: S[]): DeploymentJsonBase<S> {
+function deploymentBase<S>(
+  deployment: DeploymentSchema,
+  services: S[],
+): Omit<HttpDeploymentResponse, 'services'> & { services: S[] } {
   return {
     id: deployment.id,
     uri: deployment.uri,
@@ -298,7 +219,7 @@ function deploymentBase<S>(deployment: DeploymentSchema, services: S[]): Deploym
   };
 }
 
-export function renderDeployment(deployment: DeploymentSchema): DeploymentResponseJson {
+export function renderDeployment(deployment: DeploymentSchema): HttpDeploymentResponse {
   return deploymentBase(
     deployment,
     deployment.services.map((s) => ({ name: s.name, revision: s.revision })),
@@ -309,7 +230,7 @@ export function renderDetailedDeployment(
   deployment: DeploymentSchema,
   services: readonly ActiveService[],
   defaults: ServiceDefaults,
-): DetailedDeploymentResponseJson {
+): DetailedHttpDeploymentResponse {
   const ctx: RenderContext = { protocolType: deployment.protocolType, defaults };
   return deploymentBase(
     deployment,
@@ -317,23 +238,7 @@ export function renderDetailedDeployment(
   );
 }
 
-export interface SubscriptionResponseJson {
-  id: string;
-  source: string;
-  sink: string;
-  options: Record<string, string>;
-}
-
-export interface KafkaClusterResponseJson {
-  name: string;
-  properties: Record<string, string>;
-  created_at: string;
-  /** `KafkaClusterResponse` only (a single cluster); empty unless `include_subscriptions=true`. */
-  subscriptions?: SubscriptionResponseJson[];
-  info?: SchemaInfoJson[];
-}
-
-export function renderSubscription(subscription: SubscriptionSchema): SubscriptionResponseJson {
+export function renderSubscription(subscription: SubscriptionSchema): SubscriptionResponse {
   return {
     id: subscription.id,
     source: subscription.source,
@@ -371,7 +276,7 @@ export function redactKafkaProperties(properties: Record<string, string>): Recor
  * restate calls clusters of its configuration file deprecated; for Ratchet they are a supported way to configure a
  * cluster (the specification's, even), so the note only says where the cluster comes from.
  */
-const STATIC_CLUSTER_INFO: SchemaInfoJson = {
+const STATIC_CLUSTER_INFO: SchemaInfo = {
   message:
     'This Kafka cluster is defined in the configuration file (kafka-clusters / RATCHET_KAFKA_CLUSTERS); it cannot ' +
     'be changed or deleted through the admin API.',
@@ -381,10 +286,15 @@ const STATIC_CLUSTER_INFO: SchemaInfoJson = {
  * `SimpleKafkaClusterResponse`, or `KafkaClusterResponse` when `subscriptions` is given. Clusters of the
  * configuration file carry a note saying so as `info`, and the epoch as creation time (as restate shows them).
  */
+export function renderKafkaCluster(cluster: KafkaClusterSchema): SimpleKafkaClusterResponse;
+export function renderKafkaCluster(
+  cluster: KafkaClusterSchema,
+  subscriptions: readonly SubscriptionSchema[],
+): KafkaClusterResponse;
 export function renderKafkaCluster(
   cluster: KafkaClusterSchema,
   subscriptions?: readonly SubscriptionSchema[],
-): KafkaClusterResponseJson {
+): SimpleKafkaClusterResponse | KafkaClusterResponse {
   return {
     name: cluster.name,
     properties: redactKafkaProperties(cluster.properties),

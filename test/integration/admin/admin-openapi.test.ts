@@ -1,7 +1,8 @@
-import * as restate from '@restatedev/restate-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
 import { startEndpoint, type SdkEndpoint } from '../../support/sdk-endpoint.ts';
+import { counter } from '../../support/services/counter.ts';
+import { greeter } from '../../support/services/greeter.ts';
 import { startTestRuntime, type TestRuntime } from '../support/runtime.ts';
 import { adminRequest, type Method } from './admin-requests.ts';
 import {
@@ -19,15 +20,6 @@ import { validate } from './json-schema.ts';
  * invocation routes when an engine is wired in), every `$ref` must resolve, and real responses must conform to the
  * schemas it documents (no undocumented fields).
  */
-
-const greeter = restate.service({
-  name: 'Greeter',
-  handlers: { greet: (_ctx: restate.Context, name: string) => Promise.resolve(`Hello ${name}!`) },
-});
-const counter = restate.object({
-  name: 'Counter',
-  handlers: { add: (_ctx: restate.ObjectContext, n: number) => Promise.resolve(n) },
-});
 
 interface Doc {
   openapi: string;

@@ -3,6 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../runtime/src/config/config.ts';
 import { SchemaRegistry } from '../../../runtime/src/schema/registry.ts';
 import { freePort } from '../../support/ports.ts';
+import { counter } from '../../support/services/counter.ts';
+import { greeter, greeterService, noInput } from '../../support/services/greeter.ts';
+import { GREETER_COUNTER_V5_TO_V6 } from '../../support/services/manifests.ts';
 import { waitFor } from '../../support/wait.ts';
 import { adminRequest, captureLogger, expectError, expectText, type Answer } from './admin-requests.ts';
 import {
@@ -22,23 +25,15 @@ import {
  */
 
 function greeterWith(handlers: 'base' | 'extra' | 'missing'): restate.ServiceDefinition<'Greeter', unknown> {
-  return restate.service({
-    name: 'Greeter',
-    handlers: {
-      greet: (_ctx: restate.Context, name: string) => Promise.resolve(`Hello ${name}!`),
-      ...(handlers === 'missing' ? {} : { noInput: (_ctx: restate.Context) => Promise.resolve('hi') }),
-      ...(handlers === 'extra' ? { extra: (_ctx: restate.Context) => Promise.resolve('extra') } : {}),
-    },
-  });
+  switch (handlers) {
+    case 'base':
+      return greeterService({ handlers: { noInput } });
+    case 'extra':
+      return greeterService({ handlers: { noInput, extra: (_ctx: restate.Context) => Promise.resolve('extra') } });
+    case 'missing':
+      return greeter;
+  }
 }
-
-const counter = restate.object({
-  name: 'Counter',
-  handlers: {
-    add: (_ctx: restate.ObjectContext, n: number) => Promise.resolve(n),
-    get: restate.handlers.object.shared((_ctx: restate.ObjectSharedContext) => Promise.resolve(0)),
-  },
-});
 
 const greeterAsObject = restate.object({
   name: 'Greeter',
@@ -66,28 +61,6 @@ function recording(inner: Handler, log: DiscoveryLog): Handler {
     inner(req, res);
   };
 }
-
-/** A manifest the SDK would send for Greeter + Counter, but announcing protocol versions 5 to 6 only. */
-const PROTOCOL_5_TO_6 = JSON.stringify({
-  protocolMode: 'BIDI_STREAM',
-  minProtocolVersion: 5,
-  maxProtocolVersion: 6,
-  services: [
-    {
-      name: 'Greeter',
-      ty: 'SERVICE',
-      handlers: [{ name: 'greet' }, { name: 'noInput' }],
-    },
-    {
-      name: 'Counter',
-      ty: 'VIRTUAL_OBJECT',
-      handlers: [
-        { name: 'add', ty: 'EXCLUSIVE' },
-        { name: 'get', ty: 'SHARED' },
-      ],
-    },
-  ],
-});
 
 let admin: AdminHarness;
 const log = captureLogger();
@@ -126,7 +99,7 @@ beforeAll(async () => {
   await start('missingHandler', serve('h2', sdkHandler([greeterWith('missing'), counter])));
   await start('missingService', serve('h2', sdkHandler([greeterWith('base')])));
   await start('typeChange', serve('h2', sdkHandler([greeterAsObject, counter])));
-  await start('protocol', serve('h2', fixedDiscovery({ body: PROTOCOL_5_TO_6 })));
+  await start('protocol', serve('h2', fixedDiscovery({ body: GREETER_COUNTER_V5_TO_V6 })));
   await start(
     'guarded',
     serve('h2', requireAuthorization('Bearer s3cret', sdkHandler([greeterWith('base'), counter]))),

@@ -170,14 +170,3 @@ export function fixedDiscovery(answer: { status?: number; contentType?: string; 
     res.end(answer.body);
   };
 }
-
-/** A JSON serde that advertises `jsonSchema` in the manifest (what a schema library would generate). */
-export function jsonSerdeWithSchema<T>(jsonSchema: object): restate.Serde<T> {
-  const json = new restate.serde.JsonSerde<T>();
-  return {
-    contentType: 'application/json',
-    jsonSchema,
-    serialize: (value: T) => json.serialize(value),
-    deserialize: (data: Uint8Array) => json.deserialize(data),
-  };
-}

@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeploymentId } from '../../../runtime/src/ids/deployment-id.ts';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
+import { registerDeployment, registerEndpoint } from '../../support/registration.ts';
 import { startEndpoint, type SdkEndpoint } from '../../support/sdk-endpoint.ts';
 import { WAIT_INTERVAL_MS, WAIT_TIMEOUT_MS, waitFor } from '../../support/wait.ts';
-import { call, registerDeployment, startTestRuntime, type TestRuntime } from '../support/runtime.ts';
+import { call, startTestRuntime, type TestRuntime } from '../support/runtime.ts';
 import {
   ENTRY,
   Rows,
@@ -109,8 +110,8 @@ describe('invocation management (admin API)', () => {
     ingressUrl = runtime.ingressUrl;
     h2 = await startEndpoint({ services: [box, parentService('Box'), locker, flow, moverA], transport: 'h2' });
     h1 = await startEndpoint({ services: [tally], transport: 'h1' });
-    expect((await registerDeployment(adminUrl, h2.url)).status).toBe(201);
-    expect((await registerDeployment(adminUrl, h1.url, { use_http_11: true })).status).toBe(201);
+    await registerEndpoint(runtime, h2);
+    await registerEndpoint(runtime, h1);
   });
 
   afterAll(async () => {
@@ -579,9 +580,7 @@ describe('invocation management (admin API)', () => {
 
       // B serves Mover too and is registered last: it becomes Mover's latest deployment.
       moverOnB = await startEndpoint({ services: [moverB], transport: 'h1' });
-      const b = await registerDeployment(adminUrl, moverOnB.url, { use_http_11: true });
-      expect(b.status).toBe(201);
-      dpB = b.body['id'] as string;
+      dpB = (await registerEndpoint(runtime, moverOnB)).id;
 
       // Registration accepts it (it intersects 5..7), but it cannot run an invocation pinned to protocol 7.
       decoy = await startDiscoveryOnlyDeployment(['Decoy'], 5, 6);

@@ -1,7 +1,9 @@
-import * as restate from '@restatedev/restate-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../runtime/src/config/config.ts';
 import { SchemaRegistry } from '../../../runtime/src/schema/registry.ts';
+import { counter } from '../../support/services/counter.ts';
+import { greeterService } from '../../support/services/greeter.ts';
+import { signup } from '../../support/services/signup.ts';
 import { waitFor } from '../../support/wait.ts';
 import { adminRequest, captureLogger, expectError, expectText, type Answer, type Method } from './admin-requests.ts';
 import { sdkHandler, serve, startAdminHarness, type AdminHarness, type TestServer } from './harness.ts';
@@ -11,27 +13,8 @@ import { sdkHandler, serve, startAdminHarness, type AdminHarness, type TestServe
  * `/subscriptions` with every META0009 case. Nothing connects to a broker: clusters point at closed ports.
  */
 
-const greeter = restate.service({
-  name: 'Greeter',
-  handlers: { greet: (_ctx: restate.Context, name: string) => Promise.resolve(`Hello ${name}!`) },
-  options: { ingressPrivate: true },
-});
-
-const counter = restate.object({
-  name: 'Counter',
-  handlers: {
-    add: (_ctx: restate.ObjectContext, n: number) => Promise.resolve(n),
-    get: restate.handlers.object.shared((_ctx: restate.ObjectSharedContext) => Promise.resolve(0)),
-  },
-});
-
-const signup = restate.workflow({
-  name: 'Signup',
-  handlers: {
-    run: (_ctx: restate.WorkflowContext, email: string) => Promise.resolve(email),
-    approve: (_ctx: restate.WorkflowSharedContext) => Promise.resolve(true),
-  },
-});
+// Private: a subscription may target what the ingress does not expose.
+const greeter = greeterService({ options: { ingressPrivate: true } });
 
 const STATIC_CLUSTERS = JSON.stringify([
   { name: 'from-config', brokers: ['127.0.0.1:9', '127.0.0.1:10'], security: { protocol: 'plaintext' } },

@@ -5,6 +5,9 @@ import { SchemaRegistry } from '../../../runtime/src/schema/registry.ts';
 import { freePort } from '../../support/ports.ts';
 import { waitFor } from '../../support/wait.ts';
 import { startEndpoint, type SdkEndpoint } from '../../support/sdk-endpoint.ts';
+import { counter } from '../../support/services/counter.ts';
+import { greeter } from '../../support/services/greeter.ts';
+import { signup } from '../../support/services/signup.ts';
 import {
   fixedDiscovery,
   requireAuthorization,
@@ -14,35 +17,6 @@ import {
   type AdminHarness,
   type TestServer,
 } from './harness.ts';
-
-const greeter = restate.service({
-  name: 'Greeter',
-  handlers: {
-    greet: (_ctx: restate.Context, name: string) => Promise.resolve(`Hello ${name}!`),
-  },
-});
-
-const counter = restate.object({
-  name: 'Counter',
-  handlers: {
-    add: async (ctx: restate.ObjectContext, n: number) => {
-      const next = ((await ctx.get<number>('count')) ?? 0) + n;
-      ctx.set('count', next);
-      return next;
-    },
-    get: restate.handlers.object.shared(
-      async (ctx: restate.ObjectSharedContext) => (await ctx.get<number>('count')) ?? 0,
-    ),
-  },
-});
-
-const signup = restate.workflow({
-  name: 'Signup',
-  handlers: {
-    run: (_ctx: restate.WorkflowContext, email: string) => Promise.resolve(email),
-    status: (_ctx: restate.WorkflowSharedContext) => Promise.resolve('ok'),
-  },
-});
 
 const configured = restate.service({
   name: 'Configured',

@@ -4,9 +4,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InvocationId } from '../../../runtime/src/ids/invocation-id.ts';
 import { partitionFor } from '../../../runtime/src/storage/pg/leases.ts';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
+import { registerEndpoint } from '../../support/registration.ts';
 import { startEndpoint, type SdkEndpoint } from '../../support/sdk-endpoint.ts';
 import { waitFor } from '../../support/wait.ts';
-import { call, registerDeployment, startTestRuntime, type TestRuntime } from '../support/runtime.ts';
+import { call, startTestRuntime, type TestRuntime } from '../support/runtime.ts';
 
 /**
  * Invocation management through any node: a node that does not own an invocation's partition sends the request to the
@@ -42,7 +43,7 @@ describe('invocation management on a process that does not own the partition', (
     a = await startTestRuntime(db.url, { ...env, RATCHET_NODE_NAME: 'node-a' });
     b = await startTestRuntime(db.url, { ...env, RATCHET_NODE_NAME: 'node-b' });
     endpoint = await startEndpoint({ services: [slow], transport: 'h2' });
-    expect((await registerDeployment(a.adminUrl, endpoint.url)).status).toBe(201);
+    await registerEndpoint(a, endpoint);
     await waitFor(() => {
       expect(a.handle.engine.servedPartitions()).toHaveLength(2);
       expect(b.handle.engine.servedPartitions()).toHaveLength(2);

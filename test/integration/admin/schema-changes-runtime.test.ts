@@ -4,9 +4,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../runtime/src/config/config.ts';
 import { createNode, type RuntimeHandle } from '../../../runtime/src/runtime.ts';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
+import { registerEndpoint } from '../../support/registration.ts';
 import { startEndpoint, type SdkEndpoint } from '../../support/sdk-endpoint.ts';
+import { greeter } from '../../support/services/greeter.ts';
 import { waitFor } from '../../support/wait.ts';
-import { call, registerDeployment } from '../support/runtime.ts';
+import { call } from '../support/runtime.ts';
 import { captureLogger } from './admin-requests.ts';
 
 /*
@@ -14,11 +16,6 @@ import { captureLogger } from './admin-requests.ts';
  * ingress (and a second runtime process sharing the database), and deleting a deployment that invocations are still
  * pinned to reports them (header, warning header, log) instead of hiding them.
  */
-
-const greeter = restate.service({
-  name: 'Greeter',
-  handlers: { greet: (_ctx: restate.Context, name: string) => Promise.resolve(`Hello ${name}!`) },
-});
 
 const waiter = restate.service({
   name: 'Waiter',
@@ -111,8 +108,7 @@ afterAll(async () => {
 
 describe('service settings reach the ingress of every runtime process', () => {
   it('public: false closes the service to the ingress everywhere; public: true opens it again', async () => {
-    const registered = await registerDeployment(adminUrl, endpoint.url);
-    expect(registered.status).toBe(201);
+    await registerEndpoint({ adminUrl, ingressUrl }, endpoint);
     // The second process only has to route the call: the check for `public` comes before anything is invoked.
     await waitFor(async () => expect(await refusedAsPrivate(secondIngressUrl)).toBe(false));
 
@@ -151,9 +147,7 @@ describe('repairing a deployment in place', () => {
     const first = await startEndpoint({ services: [repairable('first')], transport: 'h2' });
     const replacement = await startEndpoint({ services: [repairable('replacement')], transport: 'h2' });
     try {
-      const registered = await registerDeployment(adminUrl, first.url);
-      expect(registered.status).toBe(201);
-      const deploymentId = String(registered.body['id']);
+      const { id: deploymentId } = await registerEndpoint({ adminUrl, ingressUrl }, first);
       const awakeableId = new Promise<string>((resolve) => (published = resolve));
       const sent = await fetch(`${ingressUrl}/Repairable/run/send`, { method: 'POST' });
       expect(sent.status).toBe(202);

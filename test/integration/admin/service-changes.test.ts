@@ -1,15 +1,13 @@
 import { readFileSync } from 'node:fs';
 import * as restate from '@restatedev/restate-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { counterObject } from '../../support/services/counter.ts';
+import { flaky } from '../../support/services/flaky.ts';
+import { fail, greeterService, noInput } from '../../support/services/greeter.ts';
+import { signupWorkflow, statusOr } from '../../support/services/signup.ts';
+import { typedService } from '../../support/services/typed.ts';
 import { adminRequest, captureLogger, expectError, expectText, type Answer, type Method } from './admin-requests.ts';
-import {
-  jsonSerdeWithSchema,
-  sdkHandler,
-  serve,
-  startAdminHarness,
-  type AdminHarness,
-  type TestServer,
-} from './harness.ts';
+import { sdkHandler, serve, startAdminHarness, type AdminHarness, type TestServer } from './harness.ts';
 
 /*
  * `PATCH /services/{name}` (settings of the latest revision, with restate's statuses and phrases), and
@@ -20,84 +18,20 @@ import {
 const SPEC_DIR = new URL('../../../../shared/spec/restate-1.7.12-service-openapi/', import.meta.url);
 
 // The lab services of the captured documents: same names, handlers and documentation.
-const greeter = restate.service({
-  name: 'Greeter',
+const greeter = greeterService({
   description: 'A greeter service',
   handlers: {
-    greet: (_ctx: restate.Context, name: string) => Promise.resolve(`Hello ${name}!`),
     greetJson: (_ctx: restate.Context, p: { name: string }) => Promise.resolve(p),
-    noInput: (_ctx: restate.Context) => Promise.resolve('hi'),
+    noInput,
     sleep: (_ctx: restate.Context, _secs: number) => Promise.resolve('slept'),
     busy: (_ctx: restate.Context, _secs: number) => Promise.resolve('busy'),
-    fail: (): Promise<never> => Promise.reject(new restate.TerminalError('no', { errorCode: 418 })),
+    fail,
     awk: (_ctx: restate.Context, _tag: string) => Promise.resolve('awk'),
   },
 });
-
-const counter = restate.object({
-  name: 'Counter',
-  handlers: {
-    add: (_ctx: restate.ObjectContext, n: number) => Promise.resolve(n),
-    get: restate.handlers.object.shared((_ctx: restate.ObjectSharedContext) => Promise.resolve(0)),
-    hold: (_ctx: restate.ObjectContext) => Promise.resolve('held'),
-  },
-});
-
-const signup = restate.workflow({
-  name: 'Signup',
-  handlers: {
-    run: (_ctx: restate.WorkflowContext, email: string) => Promise.resolve(email),
-    approve: (_ctx: restate.WorkflowSharedContext) => Promise.resolve(true),
-    status: (_ctx: restate.WorkflowSharedContext) => Promise.resolve('waiting'),
-  },
-});
-
-const flaky = restate.service({
-  name: 'Flaky',
-  handlers: {
-    boom: restate.handlers.handler(
-      { retryPolicy: { maxAttempts: 2, initialInterval: 100, onMaxAttempts: 'pause' } },
-      () => Promise.reject(new Error('boom')),
-    ),
-    boomKill: restate.handlers.handler(
-      { retryPolicy: { maxAttempts: 2, initialInterval: 100, onMaxAttempts: 'kill' } },
-      () => Promise.reject(new Error('boom')),
-    ),
-  },
-});
-
-const person = jsonSerdeWithSchema<{ name: string }>({
-  type: 'object',
-  title: 'Person',
-  properties: { name: { type: 'string' }, friend: { $ref: '#/$defs/Friend' } },
-  required: ['name'],
-  $defs: { Friend: { type: 'object', properties: { n: { type: 'string' } } } },
-});
-
-const typed = restate.service({
-  name: 'Typed',
-  description: 'typed things',
-  metadata: { team: 'lab' },
-  handlers: {
-    greet: restate.handlers.handler(
-      {
-        input: person,
-        output: jsonSerdeWithSchema<string>({ type: 'string' }),
-        description: 'greets a person',
-        metadata: { k: 'v' },
-      },
-      (_ctx: restate.Context, p: { name: string }) => Promise.resolve(p.name),
-    ),
-    bin: restate.handlers.handler(
-      { input: restate.serde.binary, output: restate.serde.binary },
-      (_ctx: restate.Context, b: Uint8Array) => Promise.resolve(b),
-    ),
-    nothing: restate.handlers.handler({ input: restate.serde.empty, output: restate.serde.empty }, () =>
-      Promise.resolve(),
-    ),
-    hidden: restate.handlers.handler({ ingressPrivate: true }, () => Promise.resolve('hidden')),
-  },
-});
+const counter = counterObject({ handlers: { hold: (_ctx: restate.ObjectContext) => Promise.resolve('held') } });
+const signup = signupWorkflow({ handlers: { status: statusOr('waiting') } });
+const typed = typedService({ greetDescription: 'greets a person' });
 
 const overH1 = restate.service({
   name: 'OverH1',

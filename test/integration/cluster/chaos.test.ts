@@ -7,9 +7,10 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MessageType } from '../../../runtime/src/protocol/message-types.ts';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from '../../../runtime/src/storage/pg/embedded.ts';
+import { registerEndpoint } from '../../support/registration.ts';
 import { startEndpoint, type SdkEndpoint } from '../../support/sdk-endpoint.ts';
+import { counter } from '../../support/services/counter.ts';
 import { waitFor } from '../../support/wait.ts';
-import { registerDeployment } from '../support/runtime.ts';
 import { CounterLoad, checkCounters, ownership, startNode, type ClusterNode } from './support.ts';
 
 /**
@@ -17,20 +18,6 @@ import { CounterLoad, checkCounters, ownership, startNode, type ClusterNode } fr
  * PostgreSQL, under load from idempotency-keyed clients that retry. At the end nothing acknowledged is lost, no update
  * is applied twice, no side effect ran again after its result was journaled, and no node logged an unexpected error.
  */
-
-const counter = restate.object({
-  name: 'Counter',
-  handlers: {
-    add: async (ctx: restate.ObjectContext, n: number): Promise<number> => {
-      const value = ((await ctx.get<number>('value')) ?? 0) + n;
-      ctx.set('value', value);
-      return value;
-    },
-    get: restate.handlers.object.shared(
-      async (ctx: restate.ObjectSharedContext): Promise<number> => (await ctx.get<number>('value')) ?? 0,
-    ),
-  },
-});
 
 /** When each `ctx.run` side effect started, per invocation. */
 const effects = new Map<string, number[]>();
@@ -71,7 +58,7 @@ describe('chaos: nodes and PostgreSQL killed and restarted under load', () => {
     db = await startEmbeddedDatabase(dir, pino({ level: 'silent' }), { restart: true });
     endpoint = await startEndpoint({ services: [counter, once], transport: 'h2' });
     for (const name of NAMES) nodes.set(name, await startNode(db.url, name, env));
-    expect((await registerDeployment(nodes.get(NAMES[0]!)!.process.adminUrl, endpoint.url)).status).toBe(201);
+    await registerEndpoint(nodes.get(NAMES[0]!)!.process, endpoint);
     for (const n of nodes.values()) {
       await waitFor(async () => expect((await fetch(`${n.process.adminUrl}/services/Once`)).status).toBe(200));
     }

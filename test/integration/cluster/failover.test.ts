@@ -1,8 +1,8 @@
-import * as restate from '@restatedev/restate-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
+import { registerEndpoint } from '../../support/registration.ts';
 import { startEndpoint, type SdkEndpoint } from '../../support/sdk-endpoint.ts';
-import { registerDeployment } from '../support/runtime.ts';
+import { counter } from '../../support/services/counter.ts';
 import {
   CounterLoad,
   checkCounters,
@@ -19,20 +19,6 @@ import {
  * acknowledged update is applied exactly once; a SIGTERMed node hands over without a single failed request from
  * clients that follow readiness (as a Kubernetes Service does); a restarted node gets its share back.
  */
-
-const counter = restate.object({
-  name: 'Counter',
-  handlers: {
-    add: async (ctx: restate.ObjectContext, n: number): Promise<number> => {
-      const value = ((await ctx.get<number>('value')) ?? 0) + n;
-      ctx.set('value', value);
-      return value;
-    },
-    get: restate.handlers.object.shared(
-      async (ctx: restate.ObjectSharedContext): Promise<number> => (await ctx.get<number>('value')) ?? 0,
-    ),
-  },
-});
 
 const PARTITIONS = 12;
 /** Keys per test, so that each test's counters start at 0. */
@@ -59,7 +45,7 @@ describe('failover and hand-over under load', () => {
     endpoint = await startEndpoint({ services: [counter], transport: 'h2' });
     for (const name of ['node-a', 'node-b', 'node-c']) nodes.set(name, await startNode(db.url, name, env));
     const a = nodes.get('node-a')!;
-    expect((await registerDeployment(a.process.adminUrl, endpoint.url)).status).toBe(201);
+    await registerEndpoint(a.process, endpoint);
     for (const n of nodes.values()) await waitForService(n, 'Counter');
     await waitForBalance(a, [...nodes.keys()], PARTITIONS);
     watcher = (async () => {

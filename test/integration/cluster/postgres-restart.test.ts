@@ -7,9 +7,11 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from '../../../runtime/src/storage/pg/embedded.ts';
 import { startRuntimeProcess, type RuntimeProcess } from '../../support/runtime-process.ts';
+import { registerEndpoint } from '../../support/registration.ts';
 import { startEndpoint, type SdkEndpoint } from '../../support/sdk-endpoint.ts';
+import { counter } from '../../support/services/counter.ts';
 import { waitFor } from '../../support/wait.ts';
-import { call, registerDeployment } from '../support/runtime.ts';
+import { call } from '../support/runtime.ts';
 import { CLUSTER_TEST_ENV, CounterLoad, checkCounters, type LoadReport } from './support.ts';
 
 /**
@@ -18,20 +20,6 @@ import { CLUSTER_TEST_ENV, CounterLoad, checkCounters, type LoadReport } from '.
  * and no invocation is stuck afterwards. Once with an external PostgreSQL (two runtime processes), once with the
  * embedded one that the runtime supervises in dev mode.
  */
-
-const counter = restate.object({
-  name: 'Counter',
-  handlers: {
-    add: async (ctx: restate.ObjectContext, n: number): Promise<number> => {
-      const value = ((await ctx.get<number>('value')) ?? 0) + n;
-      ctx.set('value', value);
-      return value;
-    },
-    get: restate.handlers.object.shared(
-      async (ctx: restate.ObjectSharedContext): Promise<number> => (await ctx.get<number>('value')) ?? 0,
-    ),
-  },
-});
 
 const sleeper = restate.service({
   name: 'Sleeper',
@@ -131,7 +119,7 @@ describe('PostgreSQL restarts under load', () => {
           }),
         );
       }
-      expect((await registerDeployment(nodes[0]!.adminUrl, endpoint.url)).status).toBe(201);
+      await registerEndpoint(nodes[0]!, endpoint);
       await waitFor(async () => expect((await fetch(`${nodes[1]!.adminUrl}/services/Counter`)).status).toBe(200));
       const keys = Array.from({ length: 8 }, (_, i) => `ext-k${i}`);
       const load = new CounterLoad(() => nodes.map((n) => n.ingressUrl), keys, 6, 'ext');
@@ -210,7 +198,7 @@ describe('PostgreSQL restarts under load', () => {
         env: { ...CLUSTER_TEST_ENV, RATCHET_DATA_DIR: dir, RATCHET_NODE_NAME: 'dev-node', RATCHET_LOG_LEVEL: 'info' },
       });
       const rt = runtime;
-      expect((await registerDeployment(rt.adminUrl, endpoint.url)).status).toBe(201);
+      await registerEndpoint(rt, endpoint);
       const keys = Array.from({ length: 4 }, (_, i) => `dev-k${i}`);
       const load = new CounterLoad(() => [rt.ingressUrl], keys, 4, 'dev');
       await new Promise((r) => setTimeout(r, 1000));

@@ -4,9 +4,11 @@ import { InvocationId } from '../../../runtime/src/ids/invocation-id.ts';
 import { partitionKeyForKey } from '../../../runtime/src/ids/partition-key.ts';
 import { partitionFor } from '../../../runtime/src/storage/pg/leases.ts';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
+import { registerEndpoint } from '../../support/registration.ts';
 import { startEndpoint, type SdkEndpoint } from '../../support/sdk-endpoint.ts';
+import { COUNT_STATE_KEY, counter } from '../../support/services/counter.ts';
 import { waitFor } from '../../support/wait.ts';
-import { call, registerDeployment } from '../support/runtime.ts';
+import { call } from '../support/runtime.ts';
 import { clusterHealth, startNode, waitForBalance, waitForService, type ClusterNode } from './support.ts';
 
 /**
@@ -14,20 +16,6 @@ import { clusterHealth, startNode, waitForBalance, waitForService, type ClusterN
  * every request: ingress calls for keys of every partition, calls between objects whose partitions live on different
  * nodes, and admin operations on invocations another node owns.
  */
-
-const counter = restate.object({
-  name: 'Counter',
-  handlers: {
-    add: async (ctx: restate.ObjectContext, n: number): Promise<number> => {
-      const value = ((await ctx.get<number>('value')) ?? 0) + n;
-      ctx.set('value', value);
-      return value;
-    },
-    get: restate.handlers.object.shared(
-      async (ctx: restate.ObjectSharedContext): Promise<number> => (await ctx.get<number>('value')) ?? 0,
-    ),
-  },
-});
 
 const fanout = restate.service({
   name: 'Fanout',
@@ -113,7 +101,7 @@ describe('three runtime processes on one database', () => {
   });
 
   it('serves calls for keys of every partition through every node', async () => {
-    expect((await registerDeployment(nodes[0]!.process.adminUrl, endpoint.url)).status).toBe(201);
+    await registerEndpoint(nodes[0]!.process, endpoint);
     for (const n of nodes) await waitForService(n, 'Counter');
     // 48 keys cover all 12 partitions with high probability; every key is called through every node.
     const keys = Array.from({ length: 48 }, (_, i) => `key-${i}`);
@@ -179,7 +167,7 @@ describe('three runtime processes on one database', () => {
       const res = await fetch(`${n.process.adminUrl}/services/Counter/state`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ object_key: `state-${n.name}`, new_state: { value: [0x35] } }),
+        body: JSON.stringify({ object_key: `state-${n.name}`, new_state: { [COUNT_STATE_KEY]: [0x35] } }),
       });
       expect(res.status).toBe(202);
     }

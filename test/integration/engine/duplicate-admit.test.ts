@@ -2,8 +2,9 @@ import * as restate from '@restatedev/restate-sdk';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
+import { registerEndpoint } from '../../support/registration.ts';
 import { startEndpoint, type SdkEndpoint } from '../../support/sdk-endpoint.ts';
-import { call, registerDeployment, startTestRuntime, type TestRuntime } from '../support/runtime.ts';
+import { call, startTestRuntime, type TestRuntime } from '../support/runtime.ts';
 
 /**
  * A retry of a completed idempotent call on a busy virtual-object key is admitted in memory (queued behind the
@@ -38,7 +39,7 @@ describe('an idempotent retry of a completed call on a busy key', () => {
     db = await createTestDatabase();
     endpoint = await startEndpoint({ services: [counter], transport: 'h2' });
     runtime = await startTestRuntime(db.url);
-    expect((await registerDeployment(runtime.adminUrl, endpoint.url)).status).toBe(201);
+    await registerEndpoint(runtime, endpoint);
   });
 
   afterAll(async () => {

@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loopbackUrl } from '../../support/ports.ts';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
 import { startEndpoint, type SdkEndpoint } from '../../support/sdk-endpoint.ts';
-import { call, registerDeployment, startTestRuntime, type TestRuntime } from '../support/runtime.ts';
+import { registerDeployment } from '../../support/registration.ts';
+import { call, startTestRuntime, type TestRuntime } from '../support/runtime.ts';
 import {
   Db,
   T,

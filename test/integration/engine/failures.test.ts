@@ -1,8 +1,9 @@
 import * as restate from '@restatedev/restate-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
+import { registerEndpoint } from '../../support/registration.ts';
 import { startEndpoint, type SdkEndpoint } from '../../support/sdk-endpoint.ts';
-import { call, registerDeployment, startTestRuntime, type TestRuntime } from '../support/runtime.ts';
+import { call, startTestRuntime, type TestRuntime } from '../support/runtime.ts';
 import { Db, T, send } from './helpers.ts';
 
 /**
@@ -155,8 +156,7 @@ describe.each(['h2', 'h1'] as const)('attempt failures over %s', (transport) => 
       const db = await createTestDatabase();
       dbs.push(db);
       const runtime = await startTestRuntime(db.url, { ...BASE_ENV, RATCHET_RETRY_ON_MAX_ATTEMPTS: onMax });
-      const reg = await registerDeployment(runtime.adminUrl, endpoint.url, { use_http_11: transport === 'h1' });
-      expect(reg.status).toBe(201);
+      await registerEndpoint(runtime, endpoint);
       return [runtime, await Db.connect(db.url)];
     };
     [killer, killerDb] = await start('kill');

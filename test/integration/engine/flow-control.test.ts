@@ -1,8 +1,9 @@
 import * as restate from '@restatedev/restate-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
+import { registerEndpoint } from '../../support/registration.ts';
 import { startEndpoint, type SdkEndpoint } from '../../support/sdk-endpoint.ts';
-import { call, registerDeployment, startTestRuntime, type TestRuntime } from '../support/runtime.ts';
+import { call, startTestRuntime, type TestRuntime } from '../support/runtime.ts';
 import { Db } from './helpers.ts';
 
 /**
@@ -39,7 +40,7 @@ describe('flow-control identifiers', () => {
       RATCHET_RETRY_ON_MAX_ATTEMPTS: 'kill',
     });
     endpoint = await startEndpoint({ services: [target, caller], transport: 'h2' });
-    expect((await registerDeployment(runtime.adminUrl, endpoint.url)).status).toBe(201);
+    await registerEndpoint(runtime, endpoint);
   });
 
   afterAll(async () => {

@@ -1,8 +1,9 @@
 import * as restate from '@restatedev/restate-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
+import { registerEndpoint } from '../../support/registration.ts';
 import { startEndpoint, type SdkEndpoint } from '../../support/sdk-endpoint.ts';
-import { call, registerDeployment, startTestRuntime, type TestRuntime } from '../support/runtime.ts';
+import { call, startTestRuntime, type TestRuntime } from '../support/runtime.ts';
 import { Db } from './helpers.ts';
 
 /**
@@ -37,7 +38,7 @@ describe('awaited future depth above the limit (RT0025)', () => {
     reader = await Db.connect(db.url);
     runtime = await startTestRuntime(db.url, { RATCHET_INVOKER_MAX_AWAITED_FUTURE_DEPTH: '2' });
     endpoint = await startEndpoint({ services: [nested], transport: 'h2' });
-    expect((await registerDeployment(runtime.adminUrl, endpoint.url)).status).toBe(201);
+    await registerEndpoint(runtime, endpoint);
   });
 
   afterAll(async () => {

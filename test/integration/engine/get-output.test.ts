@@ -11,7 +11,8 @@ import {
 } from '../../../runtime/src/protocol/messages.ts';
 import { LOOPBACK } from '../../support/ports.ts';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
-import { call, registerDeployment, startTestRuntime, type TestRuntime } from '../support/runtime.ts';
+import { registerDeployment } from '../../support/registration.ts';
+import { call, startTestRuntime, type TestRuntime } from '../support/runtime.ts';
 
 /**
  * GetInvocationOutput is not reachable from the TypeScript SDK's API, so a hand-written deployment drives it: its

@@ -2,8 +2,9 @@ import * as restate from '@restatedev/restate-sdk';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
+import { registerEndpoint } from '../../support/registration.ts';
 import { startEndpoint, type SdkEndpoint } from '../../support/sdk-endpoint.ts';
-import { call, registerDeployment, startTestRuntime, type TestRuntime } from '../support/runtime.ts';
+import { call, startTestRuntime, type TestRuntime } from '../support/runtime.ts';
 
 /** Side effects observed by the services; a ctx.run closure that ran twice shows up here. */
 const effects = new Map<string, number>();
@@ -74,8 +75,7 @@ describe.each([
       RATCHET_INVOKER_MAX_PROTOCOL_VERSION: String(protocol),
     });
     endpoint = await startEndpoint({ services: [greeter, counter], transport });
-    const reg = await registerDeployment(runtime.adminUrl, endpoint.url, { use_http_11: transport === 'h1' });
-    expect(reg.status).toBe(201);
+    await registerEndpoint(runtime, endpoint);
   });
 
   afterAll(async () => {

@@ -4,7 +4,8 @@ import { encodeFrame } from '../../../runtime/src/protocol/framing.ts';
 import { MessageType, encodeOutputCommand } from '../../../runtime/src/protocol/messages.ts';
 import { LOOPBACK } from '../../support/ports.ts';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
-import { registerDeployment, startTestRuntime, type TestRuntime } from '../support/runtime.ts';
+import { registerDeployment } from '../../support/registration.ts';
+import { startTestRuntime, type TestRuntime } from '../support/runtime.ts';
 import { Db, send } from './helpers.ts';
 
 /**

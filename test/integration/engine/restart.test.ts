@@ -3,8 +3,9 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
 import { startRuntimeProcess, type RuntimeProcess } from '../../support/runtime-process.ts';
+import { registerEndpoint } from '../../support/registration.ts';
 import { startEndpoint, type SdkEndpoint } from '../../support/sdk-endpoint.ts';
-import { call, registerDeployment } from '../support/runtime.ts';
+import { call } from '../support/runtime.ts';
 
 /**
  * Durability: the runtime is SIGKILLed while invocations sleep, back off between retries, or wait for a delayed
@@ -65,7 +66,7 @@ describe('restart after SIGKILL', () => {
 
   it('completes every accepted invocation exactly once, without re-running acked side effects', async () => {
     runtime = await startRuntimeProcess({ databaseUrl: db.url, env });
-    expect((await registerDeployment(runtime.adminUrl, endpoint.url)).status).toBe(201);
+    await registerEndpoint(runtime, endpoint);
 
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) {

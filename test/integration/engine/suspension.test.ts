@@ -1,8 +1,9 @@
 import * as restate from '@restatedev/restate-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
+import { registerEndpoint } from '../../support/registration.ts';
 import { startEndpoint, type SdkEndpoint } from '../../support/sdk-endpoint.ts';
-import { call, registerDeployment, startTestRuntime, type TestRuntime } from '../support/runtime.ts';
+import { call, startTestRuntime, type TestRuntime } from '../support/runtime.ts';
 import { Db, T } from './helpers.ts';
 
 /**
@@ -96,7 +97,7 @@ describe('suspension over h2 (inactivity timeout)', () => {
     db = await Db.connect(database.url);
     runtime = await startTestRuntime(database.url, { RATCHET_INVOKER_INACTIVITY_TIMEOUT: '300ms' });
     endpoint = await startEndpoint({ services: [sleeper], transport: 'h2' });
-    expect((await registerDeployment(runtime.adminUrl, endpoint.url)).status).toBe(201);
+    await registerEndpoint(runtime, endpoint);
   });
 
   afterAll(async () => {
@@ -133,9 +134,7 @@ describe.each(['h1', 'h2'] as const)('suspension and state over %s', (transport)
     // Over h2 a short inactivity timeout makes the waiting invocation suspend, as it must over h1.
     runtime = await startTestRuntime(database.url, { RATCHET_INVOKER_INACTIVITY_TIMEOUT: '300ms' });
     endpoint = await startEndpoint({ services: [waiter, account], transport });
-    expect((await registerDeployment(runtime.adminUrl, endpoint.url, { use_http_11: transport === 'h1' })).status).toBe(
-      201,
-    );
+    await registerEndpoint(runtime, endpoint);
   });
 
   afterAll(async () => {

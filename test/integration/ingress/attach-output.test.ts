@@ -4,8 +4,11 @@ import * as restate from '@restatedev/restate-sdk';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
+import { registerEndpoint } from '../../support/registration.ts';
 import { startEndpoint, type SdkEndpoint } from '../../support/sdk-endpoint.ts';
-import { registerDeployment, startTestRuntime, type TestRuntime } from '../support/runtime.ts';
+import { counter } from '../../support/services/counter.ts';
+import { fail, greeterService } from '../../support/services/greeter.ts';
+import { startTestRuntime, type TestRuntime } from '../support/runtime.ts';
 
 /**
  * Attach / output / lookup at the ingress, against restate-server 1.7.12's behaviour (shared/spec/http-api.md §B.4-B.6
@@ -24,26 +27,11 @@ async function gate(ctx: restate.Context, name: string): Promise<string> {
   return awakeable.promise;
 }
 
-const greeter = restate.service({
-  name: 'Greeter',
+const greeter = greeterService({
   handlers: {
-    greet: async (_ctx: restate.Context, name: string) => `Hello ${name}!`,
-    fail: async () => {
-      throw new restate.TerminalError('this is a terminal failure', { errorCode: 418 });
-    },
+    fail,
     gated: async (ctx: restate.Context, name: string) => `opened ${name} with ${await gate(ctx, name)}`,
     headers: async (ctx: restate.Context) => [...ctx.request().headers.entries()],
-  },
-});
-
-const counter = restate.object({
-  name: 'Counter',
-  handlers: {
-    add: async (ctx: restate.ObjectContext, n: number) => {
-      const next = ((await ctx.get<number>('count')) ?? 0) + n;
-      ctx.set('count', next);
-      return next;
-    },
   },
 });
 
@@ -91,7 +79,7 @@ describe('ingress attach, output and lookup', () => {
     db = await createTestDatabase();
     runtime = await startTestRuntime(db.url);
     endpoint = await startEndpoint({ services: SERVICES, transport: 'h2' });
-    expect((await registerDeployment(runtime.adminUrl, endpoint.url)).status).toBe(201);
+    await registerEndpoint(runtime, endpoint);
     sql = new pg.Client({ connectionString: db.url });
     await sql.connect();
     ingress = clients.connect({ url: runtime.ingressUrl });

@@ -4,8 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatAwakeableId, parseAwakeableId } from '../../../runtime/src/ids/awakeable-id.ts';
 import { InvocationId } from '../../../runtime/src/ids/invocation-id.ts';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
+import { registerEndpoint } from '../../support/registration.ts';
 import { startEndpoint, type SdkEndpoint } from '../../support/sdk-endpoint.ts';
-import { registerDeployment, startTestRuntime, type TestRuntime } from '../support/runtime.ts';
+import { startTestRuntime, type TestRuntime } from '../support/runtime.ts';
 
 /**
  * Completing awakeables through the ingress (shared/spec/http-api.md §B.7 and the "Awakeables" transcripts):
@@ -54,7 +55,7 @@ describe('ingress awakeables', () => {
     db = await createTestDatabase();
     runtime = await startTestRuntime(db.url);
     endpoint = await startEndpoint({ services: [approvals], transport: 'h2' });
-    expect((await registerDeployment(runtime.adminUrl, endpoint.url)).status).toBe(201);
+    await registerEndpoint(runtime, endpoint);
     ingress = clients.connect({ url: runtime.ingressUrl });
   });
 

@@ -1,4 +1,6 @@
 import * as restate from '@restatedev/restate-sdk';
+import { counterObject } from '../../support/services/counter.ts';
+import { fail, greeterService } from '../../support/services/greeter.ts';
 import { waitFor } from '../../support/wait.ts';
 import '../../support/polyfill.ts';
 
@@ -11,32 +13,19 @@ import '../../support/polyfill.ts';
 /** Awakeable ids handed out by `Counter/hold`, by object key (the test resolves them to release the key). */
 export const held = new Map<string, string>();
 
-export const greeter = restate.service({
-  name: 'Greeter',
+export const greeter = greeterService({
   handlers: {
-    greet: async (_ctx: restate.Context, name: string): Promise<string> => `Hello ${name}!`,
     /** A durable sleep of `ms` (an hour in the lab: suspended for as long as a test runs). */
     sleep: async (ctx: restate.Context, ms: number): Promise<string> => {
       await ctx.sleep(ms, 'nap');
       return 'rested';
     },
-    fail: async (): Promise<never> => {
-      throw new restate.TerminalError('this is a terminal failure', { errorCode: 418 });
-    },
+    fail,
   },
 });
 
-export const counter = restate.object({
-  name: 'Counter',
+export const counter = counterObject({
   handlers: {
-    add: async (ctx: restate.ObjectContext, n: number): Promise<number> => {
-      const next = ((await ctx.get<number>('count')) ?? 0) + n;
-      ctx.set('count', next);
-      return next;
-    },
-    get: restate.handlers.object.shared(
-      async (ctx: restate.ObjectSharedContext): Promise<number> => (await ctx.get<number>('count')) ?? 0,
-    ),
     /** Holds the key's lock until the awakeable it posts (in `held`) is resolved. */
     hold: async (ctx: restate.ObjectContext): Promise<string> => {
       const { id, promise } = ctx.awakeable<string>();
@@ -75,7 +64,6 @@ export const flaky = restate.service({
 });
 
 export const LAB_SERVICES = [greeter, counter, signup, flaky];
-export const LAB_SERVICE_NAMES = ['Greeter', 'Counter', 'Signup', 'Flaky'];
 
 export interface LabInvocations {
   /** Greeter/greet with idempotency key `idem-1`: completed with success. */

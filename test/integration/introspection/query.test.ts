@@ -6,8 +6,9 @@ import { PgIntrospectionQueries } from '../../../runtime/src/introspection/query
 import { INTROSPECTION_TABLES } from '../../../runtime/src/introspection/tables.ts';
 import { arrowTypeName } from '../../../runtime/src/introspection/column-types.ts';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
+import { registerEndpoint } from '../../support/registration.ts';
 import { startEndpoint, type SdkEndpoint } from '../../support/sdk-endpoint.ts';
-import { registerDeployment, startTestRuntime, type TestRuntime } from '../support/runtime.ts';
+import { startTestRuntime, type TestRuntime } from '../support/runtime.ts';
 import { cliStatements } from './cli-statements.ts';
 import {
   LAB_SERVICES,
@@ -78,8 +79,7 @@ beforeAll(async () => {
     RATCHET_INTROSPECTION_STATEMENT_TIMEOUT: TIMEOUT,
     RATCHET_INTROSPECTION_ROW_LIMIT: String(ROW_LIMIT),
   });
-  const registered = await registerDeployment(runtime.adminUrl, endpoint.url);
-  deploymentId = registered.body['id'] as string;
+  ({ id: deploymentId } = await registerEndpoint(runtime, endpoint));
   target = { ingressUrl: runtime.ingressUrl, adminUrl: runtime.adminUrl };
   lab = await playLab(target);
   await waitForStatus(target, lab.sleeping, 'suspended');

@@ -2,9 +2,10 @@ import * as restate from '@restatedev/restate-sdk';
 import * as clients from '@restatedev/restate-sdk-clients';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
+import { registerEndpoint } from '../../support/registration.ts';
 import { startEndpoint, type SdkEndpoint } from '../../support/sdk-endpoint.ts';
 import { WAIT_TIMEOUT_MS } from '../../support/wait.ts';
-import { call, registerDeployment, startTestRuntime, type TestRuntime } from '../support/runtime.ts';
+import { call, startTestRuntime, type TestRuntime } from '../support/runtime.ts';
 import { Awakeables, ObjectsDb, resolver } from './support.ts';
 
 /**
@@ -72,8 +73,7 @@ describe.each(['h2', 'h1'] as const)('virtual object concurrency over %s', (tran
     db = await ObjectsDb.connect(database.url);
     runtime = await startTestRuntime(database.url);
     endpoint = await startEndpoint({ services: [counter, resolver], transport });
-    const reg = await registerDeployment(runtime.adminUrl, endpoint.url, { use_http_11: transport === 'h1' });
-    expect(reg.status).toBe(201);
+    await registerEndpoint(runtime, endpoint);
     ingress = clients.connect({ url: runtime.ingressUrl });
   });
 

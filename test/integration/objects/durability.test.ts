@@ -3,9 +3,10 @@ import * as clients from '@restatedev/restate-sdk-clients';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
 import { startRuntimeProcess, type RuntimeProcess } from '../../support/runtime-process.ts';
+import { registerEndpoint } from '../../support/registration.ts';
 import { startEndpoint, type SdkEndpoint } from '../../support/sdk-endpoint.ts';
 import { WAIT_TIMEOUT_MS } from '../../support/wait.ts';
-import { call, registerDeployment } from '../support/runtime.ts';
+import { call } from '../support/runtime.ts';
 import { Awakeables, Entry, ObjectsDb } from './support.ts';
 
 /**
@@ -70,8 +71,7 @@ describe.each(['h2', 'h1'] as const)('virtual object inbox across a SIGKILL of t
 
   it('runs every inboxed invocation exactly once, in order, after a restart', async () => {
     runtime = await startRuntimeProcess({ databaseUrl: database.url, env });
-    const reg = await registerDeployment(runtime.adminUrl, endpoint.url, { use_http_11: transport === 'h1' });
-    expect(reg.status).toBe(201);
+    await registerEndpoint(runtime, endpoint);
     let ingress = clients.connect({ url: runtime.ingressUrl });
     const key = `orders/${transport}`;
 

@@ -4,8 +4,9 @@ import { parseAwakeableId } from '../../../runtime/src/ids/awakeable-id.ts';
 import { stateVersion } from '../../../runtime/src/ids/state-version.ts';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
 import { startRuntimeProcess, type RuntimeProcess } from '../../support/runtime-process.ts';
+import { registerEndpoint } from '../../support/registration.ts';
 import { startEndpoint, type SdkEndpoint } from '../../support/sdk-endpoint.ts';
-import { call, registerDeployment } from '../support/runtime.ts';
+import { call } from '../support/runtime.ts';
 
 /**
  * `POST /services/{s}/state` replaces a key's whole state, in the key's order: after the exclusive invocations queued
@@ -51,7 +52,7 @@ describe('admin state replacement', () => {
     db = await createTestDatabase();
     endpoint = await startEndpoint({ services: [box, greeter], transport: 'h2' });
     runtime = await startRuntimeProcess({ databaseUrl: db.url, env });
-    expect((await registerDeployment(runtime.adminUrl, endpoint.url)).status).toBe(201);
+    await registerEndpoint(runtime, endpoint);
   });
 
   afterAll(async () => {

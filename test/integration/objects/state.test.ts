@@ -2,9 +2,10 @@ import * as restate from '@restatedev/restate-sdk';
 import * as clients from '@restatedev/restate-sdk-clients';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
+import { registerEndpoint } from '../../support/registration.ts';
 import { startEndpoint, type SdkEndpoint } from '../../support/sdk-endpoint.ts';
 import { WAIT_TIMEOUT_MS } from '../../support/wait.ts';
-import { call, registerDeployment, startTestRuntime, type TestRuntime } from '../support/runtime.ts';
+import { call, startTestRuntime, type TestRuntime } from '../support/runtime.ts';
 import { Awakeables, Entry, ObjectsDb, resolver } from './support.ts';
 
 /**
@@ -105,8 +106,7 @@ describe.each(['h2', 'h1'] as const)('virtual object state over %s', (transport)
     // Over h2 a short inactivity timeout makes a waiting handler suspend, as it does at once over h1.
     runtime = await startTestRuntime(database.url, { RATCHET_INVOKER_INACTIVITY_TIMEOUT: '300ms' });
     endpoint = await startEndpoint({ services: [eagerLedger, lazyLedger, resolver], transport });
-    const reg = await registerDeployment(runtime.adminUrl, endpoint.url, { use_http_11: transport === 'h1' });
-    expect(reg.status).toBe(201);
+    await registerEndpoint(runtime, endpoint);
     ingress = clients.connect({ url: runtime.ingressUrl });
   });
 

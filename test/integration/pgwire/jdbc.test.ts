@@ -7,8 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PgWireListener } from '../../../runtime/src/introspection/pgwire/listener.ts';
 import { LOOPBACK } from '../../support/ports.ts';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
+import { registerEndpoint } from '../../support/registration.ts';
 import { startEndpoint, type SdkEndpoint } from '../../support/sdk-endpoint.ts';
-import { call, registerDeployment, startTestRuntime, type TestRuntime } from '../support/runtime.ts';
+import { call, startTestRuntime, type TestRuntime } from '../support/runtime.ts';
 import { CLUSTER, PASSWORD, prepareIntrospection, startListener } from './support.ts';
 
 /**
@@ -56,7 +57,7 @@ describe.skipIf(!runnable)('JDBC', () => {
     db = await createTestDatabase();
     runtime = await startTestRuntime(db.url, { RATCHET_INTROSPECTION_BIND: '127.0.0.1:0' });
     endpoint = await startEndpoint({ services: [greeter], transport: 'h2' });
-    expect((await registerDeployment(runtime.adminUrl, endpoint.url)).status).toBe(201);
+    await registerEndpoint(runtime, endpoint);
     for (const name of ['a', 'b'])
       expect((await call(runtime.ingressUrl, '/JdbcGreeter/greet', name)).status).toBe(200);
     listener = await startListener(await prepareIntrospection(db.url), {

@@ -4,8 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IntrospectionAccess } from '../../../runtime/src/introspection/access.ts';
 import type { PgWireListener } from '../../../runtime/src/introspection/pgwire/listener.ts';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
+import { registerEndpoint } from '../../support/registration.ts';
 import { startEndpoint, type SdkEndpoint } from '../../support/sdk-endpoint.ts';
-import { call, registerDeployment, startTestRuntime, type TestRuntime } from '../support/runtime.ts';
+import { call, startTestRuntime, type TestRuntime } from '../support/runtime.ts';
 import { CLUSTER, connectClient, prepareIntrospection, psql, startListener } from './support.ts';
 
 /**
@@ -45,8 +46,7 @@ beforeAll(async () => {
   db = await createTestDatabase();
   runtime = await startTestRuntime(db.url, { RATCHET_INTROSPECTION_BIND: '127.0.0.1:0' });
   endpoint = await startEndpoint({ services: [greeter, counter], transport: 'h2' });
-  const registered = await registerDeployment(runtime.adminUrl, endpoint.url);
-  expect(registered.status).toBe(201);
+  await registerEndpoint(runtime, endpoint);
   for (const name of ['ada', 'grace', 'edsger']) {
     const res = await call(runtime.ingressUrl, '/Greeter/greet', name);
     expect(res.json).toBe(`hello ${name}!`);

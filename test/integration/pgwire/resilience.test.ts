@@ -4,9 +4,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IntrospectionAccess } from '../../../runtime/src/introspection/access.ts';
 import type { PgWireListener } from '../../../runtime/src/introspection/pgwire/listener.ts';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
+import { registerEndpoint } from '../../support/registration.ts';
 import { startEndpoint, type SdkEndpoint } from '../../support/sdk-endpoint.ts';
 import { waitFor } from '../../support/wait.ts';
-import { call, registerDeployment, startTestRuntime, type TestRuntime } from '../support/runtime.ts';
+import { call, startTestRuntime, type TestRuntime } from '../support/runtime.ts';
 import {
   activeStatements,
   connectClient,
@@ -39,7 +40,7 @@ beforeAll(async () => {
   db = await createTestDatabase();
   runtime = await startTestRuntime(db.url, { RATCHET_INTROSPECTION_BIND: '127.0.0.1:0' });
   endpoint = await startEndpoint({ services: [echo], transport: 'h2' });
-  expect((await registerDeployment(runtime.adminUrl, endpoint.url)).status).toBe(201);
+  await registerEndpoint(runtime, endpoint);
   superuser = new pg.Pool({ connectionString: db.url, max: 2 });
   access = await prepareIntrospection(db.url);
   listener = await startListener(access, { RATCHET_INTROSPECTION_STATEMENT_TIMEOUT: '5m' });

@@ -3,8 +3,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
 import { startRuntimeProcess, type RuntimeProcess } from '../../support/runtime-process.ts';
+import { registerEndpoint } from '../../support/registration.ts';
 import { startEndpoint, type SdkEndpoint } from '../../support/sdk-endpoint.ts';
-import { registerDeployment } from '../support/runtime.ts';
 
 /**
  * Group commits overlap (several transactions in flight, `RATCHET_GROUP_COMMIT_CONCURRENCY`): the runtime is
@@ -84,7 +84,7 @@ describe('overlapping group commits across a SIGKILL', () => {
 
   it('answers every call exactly once, and the answers given before the kill stand', async () => {
     runtime = await startRuntimeProcess({ databaseUrl: db.url, env });
-    expect((await registerDeployment(runtime.adminUrl, endpoint.url)).status).toBe(201);
+    await registerEndpoint(runtime, endpoint);
 
     const calls: Call[] = [];
     for (let i = 0; i < CALLS_PER_KEY; i++) {

@@ -31,20 +31,6 @@ export async function startTestRuntime(databaseUrl: string, env: Record<string, 
   };
 }
 
-export async function registerDeployment(
-  adminUrl: string,
-  uri: string,
-  extra: Record<string, unknown> = {},
-): Promise<{ status: number; body: Record<string, unknown> }> {
-  const res = await fetch(`${adminUrl}/deployments`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ uri, ...extra }),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text === '' ? {} : (JSON.parse(text) as Record<string, unknown>) };
-}
-
 export async function call(
   ingressUrl: string,
   path: string,

@@ -3,8 +3,9 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
 import { startRuntimeProcess, type RuntimeProcess } from '../../support/runtime-process.ts';
+import { registerEndpoint } from '../../support/registration.ts';
 import { startEndpoint, type SdkEndpoint } from '../../support/sdk-endpoint.ts';
-import { call, registerDeployment } from '../support/runtime.ts';
+import { call } from '../support/runtime.ts';
 
 /**
  * The programming model across a SIGKILL of the runtime: a workflow waiting on its promise, an awakeable resolved from
@@ -62,7 +63,7 @@ describe('programming model across a SIGKILL', () => {
     db = await createTestDatabase();
     endpoint = await startEndpoint({ services: [approvals, waiter], transport: 'h2' });
     runtime = await startRuntimeProcess({ databaseUrl: db.url, env });
-    expect((await registerDeployment(runtime.adminUrl, endpoint.url)).status).toBe(201);
+    await registerEndpoint(runtime, endpoint);
   });
 
   afterAll(async () => {

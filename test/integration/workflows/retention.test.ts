@@ -3,8 +3,9 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InvocationId } from '../../../runtime/src/ids/invocation-id.ts';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
+import { registerEndpoint } from '../../support/registration.ts';
 import { startEndpoint, type SdkEndpoint } from '../../support/sdk-endpoint.ts';
-import { call, registerDeployment, startTestRuntime, type TestRuntime } from '../support/runtime.ts';
+import { call, startTestRuntime, type TestRuntime } from '../support/runtime.ts';
 
 /**
  * Retention: results are kept for the idempotency (or workflow completion) retention and journals for the journal
@@ -63,7 +64,7 @@ describe('retention with a running cleaner', () => {
       RATCHET_CLEANUP_INTERVAL: '100ms',
     });
     endpoint = await startEndpoint({ services: [work, flow], transport: 'h2' });
-    expect((await registerDeployment(runtime.adminUrl, endpoint.url)).status).toBe(201);
+    await registerEndpoint(runtime, endpoint);
   });
 
   afterAll(async () => {
@@ -126,7 +127,7 @@ describe('an expired result before the cleaner comes', () => {
       RATCHET_CLEANUP_INTERVAL: '1h',
     });
     endpoint = await startEndpoint({ services: [work], transport: 'h2' });
-    expect((await registerDeployment(runtime.adminUrl, endpoint.url)).status).toBe(201);
+    await registerEndpoint(runtime, endpoint);
   });
 
   afterAll(async () => {

@@ -5,8 +5,9 @@ import { parseAwakeableId } from '../../../runtime/src/ids/awakeable-id.ts';
 import { InvocationId } from '../../../runtime/src/ids/invocation-id.ts';
 import { MessageType } from '../../../runtime/src/protocol/message-types.ts';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
+import { registerEndpoint } from '../../support/registration.ts';
 import { startEndpoint, type SdkEndpoint } from '../../support/sdk-endpoint.ts';
-import { call, registerDeployment, startTestRuntime, type TestRuntime } from '../support/runtime.ts';
+import { call, startTestRuntime, type TestRuntime } from '../support/runtime.ts';
 
 /**
  * Workflows and durable promises, attach, cancellation: real SDK services, each behaviour over HTTP/2 (bidi) and
@@ -166,8 +167,7 @@ describe.each(['h2', 'h1'] as const)('workflows, promises, attach and cancellati
       RATCHET_RETRY_MAX_INTERVAL: '200ms',
     });
     endpoint = await startEndpoint({ services: [signup, holder, parent, signals], transport });
-    const reg = await registerDeployment(runtime.adminUrl, endpoint.url, { use_http_11: transport === 'h1' });
-    expect(reg.status).toBe(201);
+    await registerEndpoint(runtime, endpoint);
   });
 
   afterAll(async () => {

@@ -3,14 +3,17 @@ import {
   type AdminClient,
   type AdminClientFactory,
   type AdminTarget,
-  type DeploymentInfo,
-  type KafkaClusterInfo,
+  type CreateKafkaClusterRequest,
+  type CreateSubscriptionRequest,
+  type DeploymentResponse,
+  type DetailedDeploymentResponse,
   type RegisterDeploymentRequest,
   type RegisterDeploymentResponse,
-  type ServiceInfo,
-  type SubscriptionInfo,
+  type ServiceMetadata,
+  type SimpleKafkaClusterResponse,
+  type SubscriptionResponse,
   type UpdateDeploymentRequest,
-  type VersionInfo,
+  type VersionInformation,
 } from '../../../operator/src/admin-client/types.ts';
 import type { DrainCounts, DrainProbe, DrainQuery } from '../../../operator/src/controllers/deployment/drain.ts';
 
@@ -28,6 +31,9 @@ import type { DrainCounts, DrainProbe, DrainQuery } from '../../../operator/src/
  *   controller sends);
  * - subscriptions with restate's validation and defaulted options, Kafka clusters;
  * - fault injection per operation, and an "unreachable" switch (status 0, like a refused connection).
+ *
+ * Requests and answers are the admin API model's types (runtime/src/admin/model/), as the operator's client sends and
+ * reads them.
  */
 
 export type AdminOp = Exclude<keyof AdminClient, symbol> | 'drainProbe';
@@ -43,7 +49,8 @@ export interface FakeInvocation {
   lastAttempt: string | undefined;
 }
 
-interface StoredDeployment {
+/** A deployment as this fake runtime keeps it (what `deploymentById` shows a test). */
+export interface FakeDeployment {
   id: string;
   uri?: string;
   arn?: string;
@@ -52,7 +59,7 @@ interface StoredDeployment {
   use_http_11: boolean;
   metadata: Record<string, string>;
   manifest: string;
-  services: { name: string; revision: number }[];
+  services: { name: string; revision: number; handlers: string[] }[];
   created_at: string;
 }
 
@@ -75,16 +82,30 @@ export interface RequestRecord {
   readonly args: readonly unknown[];
 }
 
+const EPOCH = new Date(0).toISOString();
+const PROTOCOL = { min_protocol_version: 5, max_protocol_version: 6, sdk_version: 'restate-sdk-typescript/fake' };
+
+/** A service revision as the admin API shows it; every handler of the fake takes and returns nothing. */
+function serviceMetadata(name: string, revision: number, deploymentId: string, handlers: string[]): ServiceMetadata {
+  return {
+    name,
+    ty: 'Service',
+    handlers: handlers.map((handler) => ({ name: handler, input_description: 'none', output_description: 'none' })),
+    deployment_id: deploymentId,
+    revision,
+  };
+}
+
 const DRAIN_ID = /pinned_deployment_id = '([^']*)'/;
 const DRAIN_SERVICES = /target_service_name IN \(([^)]*)\)/;
 
 export class FakeAdmin implements AdminClient {
-  private readonly deployments = new Map<string, StoredDeployment>();
+  private readonly deployments = new Map<string, FakeDeployment>();
   private readonly services = new Map<string, StoredService>();
   private readonly endpoints = new Map<string, Record<string, string[]>>();
   private readonly invocations = new Map<string, FakeInvocation>();
   private readonly kafka = new Map<string, Record<string, string>>();
-  private readonly subscriptions = new Map<string, SubscriptionInfo>();
+  private readonly subscriptions = new Map<string, SubscriptionResponse>();
   private readonly faults: Fault[] = [];
   private nextId = 1;
   private currentTarget: AdminTarget | undefined;
@@ -181,16 +202,16 @@ export class FakeAdmin implements AdminClient {
     return [...this.deployments.keys()];
   }
 
-  deploymentById(id: string): DeploymentInfo | undefined {
+  deploymentById(id: string): FakeDeployment | undefined {
     const d = this.deployments.get(id);
-    return d === undefined ? undefined : this.info(d);
+    return d === undefined ? undefined : structuredClone(d);
   }
 
   latestOf(service: string): string | undefined {
     return this.services.get(service)?.deployment_id;
   }
 
-  subscriptionList(): SubscriptionInfo[] {
+  subscriptionList(): SubscriptionResponse[] {
     return [...this.subscriptions.values()].map((s) => structuredClone(s));
   }
 
@@ -218,36 +239,43 @@ export class FakeAdmin implements AdminClient {
   // ------------------------------------------------------------------------------------------------------------------
   // AdminClient
 
-  version(): Promise<VersionInfo> {
+  version(): Promise<VersionInformation> {
     return this.call('version', [], () => ({
       version: '0.0.0-fake',
       min_admin_api_version: 2,
       max_admin_api_version: 4,
+      features: {},
     }));
   }
 
   registerDeployment(
-    req: RegisterDeploymentRequest,
+    req: RegisterDeploymentRequest & { force: boolean },
   ): Promise<{ created: boolean; deployment: RegisterDeploymentResponse }> {
     return this.call('registerDeployment', [structuredClone(req)], () => this.doRegister(req));
   }
 
-  getDeployment(id: string): Promise<DeploymentInfo | undefined> {
-    return this.call('getDeployment', [id], () => this.deploymentById(id));
+  getDeployment(id: string): Promise<DetailedDeploymentResponse | undefined> {
+    return this.call('getDeployment', [id], () => {
+      const d = this.deployments.get(id);
+      return d === undefined ? undefined : this.detailed(d);
+    });
   }
 
-  listDeployments(): Promise<DeploymentInfo[]> {
-    return this.call('listDeployments', [], () => [...this.deployments.values()].map((d) => this.info(d)));
+  listDeployments(): Promise<DeploymentResponse[]> {
+    return this.call('listDeployments', [], () => [...this.deployments.values()].map((d) => this.listed(d)));
   }
 
-  updateDeployment(id: string, req: UpdateDeploymentRequest): Promise<DeploymentInfo> {
+  updateDeployment(id: string, req: UpdateDeploymentRequest): Promise<DetailedDeploymentResponse> {
     return this.call('updateDeployment', [id, structuredClone(req)], () => {
       const d = this.deployments.get(id);
       if (d === undefined) throw new AdminApiError(404, `deployment '${id}' not found`);
-      if (req.additional_headers !== undefined) d.additional_headers = { ...req.additional_headers };
-      if (req.assume_role_arn !== undefined) d.assume_role_arn = req.assume_role_arn;
-      if (req.use_http_11 !== undefined) d.use_http_11 = req.use_http_11;
-      return this.info(d);
+      // null, like absent, leaves a setting unchanged.
+      if (req.additional_headers !== undefined && req.additional_headers !== null) {
+        d.additional_headers = { ...req.additional_headers };
+      }
+      if ('assume_role_arn' in req && typeof req.assume_role_arn === 'string') d.assume_role_arn = req.assume_role_arn;
+      if ('use_http_11' in req && typeof req.use_http_11 === 'boolean') d.use_http_11 = req.use_http_11;
+      return this.detailed(d);
     });
   }
 
@@ -261,15 +289,9 @@ export class FakeAdmin implements AdminClient {
     });
   }
 
-  listServices(): Promise<ServiceInfo[]> {
+  listServices(): Promise<ServiceMetadata[]> {
     return this.call('listServices', [], () =>
-      [...this.services.values()].map((s) => ({
-        name: s.name,
-        revision: s.revision,
-        deployment_id: s.deployment_id,
-        ty: 'Service',
-        handlers: s.handlers.map((name) => ({ name })),
-      })),
+      [...this.services.values()].map((s) => serviceMetadata(s.name, s.revision, s.deployment_id, s.handlers)),
     );
   }
 
@@ -287,13 +309,17 @@ export class FakeAdmin implements AdminClient {
     });
   }
 
-  listKafkaClusters(): Promise<KafkaClusterInfo[]> {
+  listKafkaClusters(): Promise<SimpleKafkaClusterResponse[]> {
     return this.call('listKafkaClusters', [], () =>
-      [...this.kafka.entries()].map(([name, properties]) => ({ name, properties: { ...properties } })),
+      [...this.kafka.entries()].map(([name, properties]) => ({
+        name,
+        properties: { ...properties },
+        created_at: EPOCH,
+      })),
     );
   }
 
-  createKafkaCluster(cluster: KafkaClusterInfo): Promise<void> {
+  createKafkaCluster(cluster: CreateKafkaClusterRequest): Promise<void> {
     return this.call('createKafkaCluster', [structuredClone(cluster)], () => {
       if (this.kafka.has(cluster.name)) throw new AdminApiError(409, `Kafka cluster '${cluster.name}' already exists`);
       this.kafka.set(cluster.name, { ...cluster.properties });
@@ -311,18 +337,18 @@ export class FakeAdmin implements AdminClient {
     return this.call('deleteKafkaCluster', [name], () => this.kafka.delete(name));
   }
 
-  listSubscriptions(): Promise<SubscriptionInfo[]> {
+  listSubscriptions(): Promise<SubscriptionResponse[]> {
     return this.call('listSubscriptions', [], () => this.subscriptionList());
   }
 
-  getSubscription(id: string): Promise<SubscriptionInfo | undefined> {
+  getSubscription(id: string): Promise<SubscriptionResponse | undefined> {
     return this.call('getSubscription', [id], () => {
       const s = this.subscriptions.get(id);
       return s === undefined ? undefined : structuredClone(s);
     });
   }
 
-  createSubscription(req: Omit<SubscriptionInfo, 'id'>): Promise<SubscriptionInfo> {
+  createSubscription(req: CreateSubscriptionRequest): Promise<SubscriptionResponse> {
     return this.call('createSubscription', [structuredClone(req)], () => {
       const source = /^kafka:\/\/([^/]+)\/(.+)$/.exec(req.source);
       if (source === null) throw new AdminApiError(400, `[META0009] invalid source URI '${req.source}'`, 'META0009');
@@ -344,7 +370,7 @@ export class FakeAdmin implements AdminClient {
         );
       }
       const id = `sub_${String(this.nextId++).padStart(6, '0')}`;
-      const created: SubscriptionInfo = {
+      const created: SubscriptionResponse = {
         id,
         source: req.source,
         sink: req.sink,
@@ -406,34 +432,42 @@ export class FakeAdmin implements AdminClient {
     return inv;
   }
 
-  private info(d: StoredDeployment): DeploymentInfo {
-    return {
+  /** What a deployment shows besides its services: an HTTP endpoint (with its transport) or a Lambda one. */
+  private deploymentFields(d: FakeDeployment) {
+    const common = {
       id: d.id,
-      ...(d.uri === undefined ? {} : { uri: d.uri, use_http_11: d.use_http_11 }),
-      ...(d.arn === undefined ? {} : { arn: d.arn, assume_role_arn: d.assume_role_arn ?? null }),
       additional_headers: { ...d.additional_headers },
       metadata: { ...d.metadata },
       created_at: d.created_at,
-      min_protocol_version: 5,
-      max_protocol_version: 6,
-      sdk_version: 'restate-sdk-typescript/fake',
-      services: d.services.map((s) => ({ ...s })),
+      ...PROTOCOL,
+    };
+    if (d.arn !== undefined) return { ...common, arn: d.arn, assume_role_arn: d.assume_role_arn ?? null };
+    return {
+      ...common,
+      uri: d.uri ?? '',
+      protocol_type: d.use_http_11 ? ('RequestResponse' as const) : ('BidiStream' as const),
+      http_version: d.use_http_11 ? ('HTTP/1.1' as const) : ('HTTP/2.0' as const),
     };
   }
 
-  private response(d: StoredDeployment): RegisterDeploymentResponse {
-    return {
-      id: d.id,
-      services: d.services.map((s) => ({ ...s })),
-      min_protocol_version: 5,
-      max_protocol_version: 6,
-      sdk_version: 'restate-sdk-typescript/fake',
-    };
+  private revisions(d: FakeDeployment): ServiceMetadata[] {
+    return d.services.map((s) => serviceMetadata(s.name, s.revision, d.id, s.handlers));
+  }
+
+  private listed(d: FakeDeployment): DeploymentResponse {
+    return { ...this.deploymentFields(d), services: d.services.map((s) => ({ name: s.name, revision: s.revision })) };
+  }
+
+  private detailed(d: FakeDeployment): DetailedDeploymentResponse {
+    return { ...this.deploymentFields(d), services: this.revisions(d) };
+  }
+
+  private response(d: FakeDeployment): RegisterDeploymentResponse {
+    return { id: d.id, services: this.revisions(d), ...PROTOCOL };
   }
 
   private doRegister(req: RegisterDeploymentRequest): { created: boolean; deployment: RegisterDeploymentResponse } {
-    const endpoint = req.uri ?? req.arn;
-    if (endpoint === undefined) throw new AdminApiError(422, 'data did not match any variant of untagged enum');
+    const endpoint = 'uri' in req ? req.uri : req.arn;
     const served = this.endpoints.get(endpoint);
     if (served === undefined) {
       throw new AdminApiError(
@@ -453,10 +487,9 @@ export class FakeAdmin implements AdminClient {
         'META0004',
       );
     }
-    const d: StoredDeployment = existing ?? {
+    const d: FakeDeployment = existing ?? {
       id: `dp_${String(this.nextId++).padStart(22, '0')}`,
-      ...(req.uri === undefined ? {} : { uri: req.uri }),
-      ...(req.arn === undefined ? {} : { arn: req.arn }),
+      ...('uri' in req ? { uri: req.uri } : { arn: req.arn }),
       additional_headers: {},
       use_http_11: false,
       metadata: {},
@@ -465,20 +498,19 @@ export class FakeAdmin implements AdminClient {
       created_at: new Date(0).toISOString(),
     };
     d.additional_headers = { ...(req.additional_headers ?? {}) };
-    d.use_http_11 = req.use_http_11 ?? false;
+    d.use_http_11 = 'use_http_11' in req ? (req.use_http_11 ?? false) : false;
     d.metadata = { ...(req.metadata ?? {}) };
-    if (req.assume_role_arn !== undefined) d.assume_role_arn = req.assume_role_arn;
+    if ('assume_role_arn' in req && typeof req.assume_role_arn === 'string') d.assume_role_arn = req.assume_role_arn;
     d.manifest = manifest;
     d.services = Object.keys(served)
       .sort()
-      .map((name) => ({ name, revision: (this.services.get(name)?.revision ?? 0) + 1 }));
+      .map((name) => ({
+        name,
+        revision: (this.services.get(name)?.revision ?? 0) + 1,
+        handlers: served[name] ?? [],
+      }));
     for (const s of d.services) {
-      this.services.set(s.name, {
-        name: s.name,
-        revision: s.revision,
-        deployment_id: d.id,
-        handlers: served[s.name] ?? [],
-      });
+      this.services.set(s.name, { name: s.name, revision: s.revision, deployment_id: d.id, handlers: s.handlers });
     }
     this.deployments.set(d.id, d);
     return { created: existing === undefined, deployment: this.response(d) };
@@ -490,7 +522,7 @@ export class FakeAdmin implements AdminClient {
     this.deployments.delete(id);
     for (const s of d.services) {
       if (this.services.get(s.name)?.deployment_id !== id) continue;
-      let best: { d: StoredDeployment; revision: number } | undefined;
+      let best: { d: FakeDeployment; revision: number } | undefined;
       for (const other of this.deployments.values()) {
         const r = other.services.find((x) => x.name === s.name)?.revision;
         if (r !== undefined && (best === undefined || r > best.revision)) best = { d: other, revision: r };
@@ -498,13 +530,8 @@ export class FakeAdmin implements AdminClient {
       if (best === undefined) {
         this.services.delete(s.name);
       } else {
-        const handlers = JSON.parse(best.d.manifest) as [string, string[]][];
-        this.services.set(s.name, {
-          name: s.name,
-          revision: best.revision,
-          deployment_id: best.d.id,
-          handlers: handlers.find(([n]) => n === s.name)?.[1] ?? [],
-        });
+        const handlers = best.d.services.find((x) => x.name === s.name)?.handlers ?? [];
+        this.services.set(s.name, { name: s.name, revision: best.revision, deployment_id: best.d.id, handlers });
       }
     }
   }

@@ -1,5 +1,5 @@
 import type { Cluster } from '../../api/v1alpha1/index.ts';
-import { AdminApiError, type AdminClient, type KafkaClusterInfo } from '../../admin-client/types.ts';
+import { AdminApiError, type AdminClient, type SimpleKafkaClusterResponse } from '../../admin-client/types.ts';
 import type { ReconcileContext } from '../../reconcile/types.ts';
 import { digest } from '../../specs/meta.ts';
 import { getSecret, type ClusterObject, type SecretData } from './secrets.ts';
@@ -78,7 +78,7 @@ export async function syncKafkaClusters(
     desired.set(spec.name, kafkaProperties(spec, fromSecret));
   }
 
-  let shown: KafkaClusterInfo[];
+  let shown: SimpleKafkaClusterResponse[];
   try {
     shown = await admin.listKafkaClusters();
   } catch (err) {

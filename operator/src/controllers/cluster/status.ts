@@ -1,5 +1,5 @@
 import type { ClusterStatus } from '../../api/v1alpha1/index.ts';
-import type { VersionInfo } from '../../admin-client/types.ts';
+import type { VersionInformation } from '../../admin-client/types.ts';
 import type { EventType } from '../../kube/port.ts';
 import type { Condition, KubeObject } from '../../kube/types.ts';
 import { findCondition, setConditions, type ConditionInput } from '../../reconcile/conditions.ts';
@@ -50,7 +50,7 @@ export function observeRollout(
 }
 
 export type AdminObservation =
-  | { readonly ok: true; readonly version: VersionInfo }
+  | { readonly ok: true; readonly version: VersionInformation }
   | { readonly ok: false; readonly reason: string; readonly message: string };
 
 export interface KafkaObservation {

@@ -15,8 +15,8 @@ import type { DeploymentObject } from '../shared/objects.ts';
 export interface ResolvedEndpoint {
   /** Identity of the registration: the URI or the ARN. */
   readonly endpoint: string;
-  /** The registration request without `force` (decided per call). */
-  readonly request: Omit<RegisterDeploymentRequest, 'force'>;
+  /** The registration request; `force` is decided per call, not here. */
+  readonly request: RegisterDeploymentRequest;
   readonly headers: Record<string, string>;
   readonly assumeRoleArn: string | undefined;
   /** HTTP endpoints: whether to talk HTTP/1.1 (undefined for Lambda). */

@@ -1,9 +1,9 @@
 import {
   AdminApiError,
   type AdminClient,
-  type DeploymentInfo,
+  type DeploymentResponse,
   type RegisterDeploymentResponse,
-  type ServiceInfo,
+  type ServiceMetadata,
 } from '../../admin-client/types.ts';
 import type { SupersededDeployment } from '../../api/v1alpha1/index.ts';
 import { FINALIZERS } from '../../api/v1alpha1/index.ts';
@@ -36,8 +36,8 @@ import type { DeploymentObject } from '../shared/objects.ts';
  */
 
 interface Observed {
-  deployments: DeploymentInfo[];
-  services: ServiceInfo[];
+  deployments: DeploymentResponse[];
+  services: ServiceMetadata[];
 }
 
 async function observe(admin: AdminClient): Promise<Observed> {
@@ -88,7 +88,7 @@ type RegistrationOutcome =
   | { kind: 'stalled' };
 
 /** Services `id` serves that point at another deployment. */
-function notLatestFor(id: string, served: readonly { name: string }[], services: readonly ServiceInfo[]): string[] {
+function notLatestFor(id: string, served: readonly { name: string }[], services: readonly ServiceMetadata[]): string[] {
   const latest = new Map(services.map((s) => [s.name, s.deployment_id]));
   return served.filter((s) => latest.get(s.name) !== id).map((s) => s.name);
 }

@@ -1,4 +1,9 @@
-import { AdminApiError, type AdminClient, type ServiceInfo, type SubscriptionInfo } from '../../admin-client/types.ts';
+import {
+  AdminApiError,
+  type AdminClient,
+  type ServiceMetadata,
+  type SubscriptionResponse,
+} from '../../admin-client/types.ts';
 import { API_VERSION, FINALIZERS, type SubscriptionStatus } from '../../api/v1alpha1/index.ts';
 import type { KubeObject } from '../../kube/types.ts';
 import type { ConditionInput } from '../../reconcile/conditions.ts';
@@ -80,7 +85,7 @@ async function claimedElsewhere(ctx: ReconcileContext, sub: SubscriptionObject):
   return ids;
 }
 
-function handlerNames(service: ServiceInfo): string[] | undefined {
+function handlerNames(service: ServiceMetadata): string[] | undefined {
   const handlers = service['handlers'];
   if (!Array.isArray(handlers)) return undefined;
   return handlers.flatMap((h: unknown) =>
@@ -90,7 +95,7 @@ function handlerNames(service: ServiceInfo): string[] | undefined {
   );
 }
 
-async function createVerified(admin: AdminClient, desired: DesiredSubscription): Promise<SubscriptionInfo> {
+async function createVerified(admin: AdminClient, desired: DesiredSubscription): Promise<SubscriptionResponse> {
   const created = await admin.createSubscription({
     source: desired.source,
     sink: desired.sink,
@@ -138,8 +143,8 @@ async function reconcileLive(ctx: ReconcileContext, found: SubscriptionObject): 
   }
 
   const admin = ctx.admin(target.target);
-  let services: ServiceInfo[];
-  let existing: SubscriptionInfo[];
+  let services: ServiceMetadata[];
+  let existing: SubscriptionResponse[];
   try {
     const [s, k, e] = await Promise.all([admin.listServices(), admin.listKafkaClusters(), admin.listSubscriptions()]);
     services = s;
@@ -176,7 +181,7 @@ async function reconcileLive(ctx: ReconcileContext, found: SubscriptionObject): 
   const desired = desiredSubscription(sub.spec);
   const id = draft.status.subscriptionId;
   const current = id === undefined ? undefined : existing.find((s) => s.id === id);
-  let synced: SubscriptionInfo;
+  let synced: SubscriptionResponse;
   let syncReason = 'Synced';
   let changed = false;
   try {

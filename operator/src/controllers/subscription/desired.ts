@@ -1,4 +1,4 @@
-import type { SubscriptionInfo } from '../../admin-client/types.ts';
+import type { SubscriptionResponse } from '../../admin-client/types.ts';
 import type { SubscriptionSpec } from '../../api/v1alpha1/index.ts';
 import { stableHash } from '../shared/hash.ts';
 
@@ -37,9 +37,9 @@ export function optionsMatch(desired: Record<string, string>, actual: Record<str
 /** A runtime subscription this resource may adopt: same source and sink, matching options, not another's. */
 export function findAdoptable(
   desired: DesiredSubscription,
-  existing: readonly SubscriptionInfo[],
+  existing: readonly SubscriptionResponse[],
   claimed: ReadonlySet<string>,
-): SubscriptionInfo | undefined {
+): SubscriptionResponse | undefined {
   return existing.find(
     (s) =>
       !claimed.has(s.id) &&

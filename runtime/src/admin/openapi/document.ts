@@ -1,5 +1,7 @@
-import { COMPONENT_SCHEMAS } from './components.ts';
-import { OPERATIONS, PATH_PARAMETERS, TAGS, type OperationDoc } from './operations.ts';
+import type { TObject, TSchema } from '@sinclair/typebox';
+import { ADMIN_COMPONENTS, ADMIN_PATH_PARAMETERS } from '../model/components.ts';
+import { componentName, toJsonSchema } from '../model/json-schema.ts';
+import { OPERATIONS, TAGS, type OperationDoc } from './operations.ts';
 
 /**
  * The admin API's own OpenAPI 3.1 document (`GET /openapi`), built from the routes the app registered: every route
@@ -14,6 +16,30 @@ export interface RouteInfo {
 }
 
 type Json = Record<string, unknown>;
+
+/** `components.schemas`: the admin API model's named schemas, under restate-server 1.7.12's names. */
+function componentSchemas(): Json {
+  return Object.fromEntries(ADMIN_COMPONENTS.map((schema) => [componentName(schema), toJsonSchema(schema)]));
+}
+
+function componentRef(schema: TSchema): Json {
+  return { $ref: `#/components/schemas/${componentName(schema)}` };
+}
+
+/** Descriptions of path parameters by the name a route gives them. */
+const PATH_PARAMETERS: ReadonlyMap<string, string> = new Map(
+  ADMIN_PATH_PARAMETERS.flatMap((params) =>
+    Object.entries(params.properties).map(([name, schema]) => [name, schema.description ?? name] as const),
+  ),
+);
+
+/** An operation's query parameters, from the properties of its query schema. */
+function queryParameters(query: TObject): Json[] {
+  return Object.entries(query.properties).map(([name, property]) => {
+    const { description, ...schema } = toJsonSchema(property);
+    return { name, in: 'query', required: query.required?.includes(name) ?? false, description, schema };
+  });
+}
 
 /** `/deployments/:deployment` → `/deployments/{}` (the key of `OPERATIONS`). */
 export function operationKey(route: RouteInfo): string {
@@ -69,20 +95,16 @@ function operation(route: RouteInfo, doc: OperationDoc): Json {
     name,
     in: 'path',
     required: true,
-    description: PATH_PARAMETERS[name] ?? name,
+    description: PATH_PARAMETERS.get(name) ?? name,
     schema: { type: 'string' },
   }));
-  for (const q of doc.query ?? []) {
-    parameters.push({ name: q.name, in: 'query', required: false, description: q.description, schema: q.schema });
-  }
+  if (doc.query !== undefined) parameters.push(...queryParameters(doc.query));
   const responses: Json = {};
   for (const s of doc.success) {
     responses[s.status] = {
       description: s.description,
       ...(s.headers === undefined ? {} : { headers: s.headers }),
-      ...(s.schema === undefined
-        ? {}
-        : { content: { 'application/json': { schema: { $ref: `#/components/schemas/${s.schema}` } } } }),
+      ...(s.schema === undefined ? {} : { content: { 'application/json': { schema: componentRef(s.schema) } } }),
     };
   }
   for (const status of doc.errors) {
@@ -100,7 +122,7 @@ function operation(route: RouteInfo, doc: OperationDoc): Json {
       : {
           requestBody: {
             required: true,
-            content: { 'application/json': { schema: { $ref: `#/components/schemas/${doc.body}` } } },
+            content: { 'application/json': { schema: componentRef(doc.body) } },
           },
         }),
     responses,
@@ -136,7 +158,7 @@ export function buildAdminOpenApi(routes: readonly RouteInfo[], version: string)
       version,
     },
     paths,
-    components: { schemas: COMPONENT_SCHEMAS, responses: errorResponseComponents() },
+    components: { schemas: componentSchemas(), responses: errorResponseComponents() },
     tags: TAGS.filter((t) => used.has(t.name)),
   };
 }

@@ -1,8 +1,51 @@
+import type { TObject, TSchema } from '@sinclair/typebox';
+import { ClusterHealthResponse } from '../model/cluster-health.ts';
+import {
+  DeleteDeploymentQuery,
+  DetailedHttpDeploymentResponse,
+  ListDeploymentsResponse,
+  RegisterDeploymentResponse,
+  RegisterHttpDeploymentRequest,
+  UpdateHttpDeploymentRequest,
+} from '../model/deployments.ts';
+import {
+  DeleteInvocationQuery,
+  RestartAsNewInvocationQuery,
+  RestartAsNewInvocationResponse,
+  ResumeInvocationQuery,
+} from '../model/invocations.ts';
+import {
+  CreateKafkaClusterRequest,
+  DeleteKafkaClusterQuery,
+  GetKafkaClusterQuery,
+  KafkaClusterResponse,
+  ListKafkaClustersResponse,
+  SimpleKafkaClusterResponse,
+  UpdateKafkaClusterRequest,
+} from '../model/kafka-clusters.ts';
+import { QueryRequest, QueryResponse } from '../model/query.ts';
+import {
+  HandlerMetadata,
+  ListServiceHandlersResponse,
+  ListServicesResponse,
+  ModifyServiceRequest,
+  ModifyServiceStateRequest,
+  ServiceMetadata,
+} from '../model/services.ts';
+import {
+  CreateSubscriptionRequest,
+  ListSubscriptionsQuery,
+  ListSubscriptionsResponse,
+  SubscriptionResponse,
+} from '../model/subscriptions.ts';
+import { VersionInformation } from '../model/version.ts';
+
 /**
  * What the admin API's OpenAPI document says about each operation, keyed by method and path shape (`{}` for any
  * path parameter, so the description does not depend on how a route names its parameters). The document lists only
  * the routes the app actually registered (see `document.ts`), each described from here; operation ids, tags and
- * body schemas follow restate-server 1.7.12's document.
+ * body schemas follow restate-server 1.7.12's document. Bodies, answers and query parameters are the admin API
+ * model's schemas (`../model/`), the same the routes read requests with.
  */
 
 export type Tag =
@@ -18,17 +61,11 @@ export type Tag =
   | 'introspection'
   | 'openapi';
 
-export interface QueryParameterDoc {
-  name: string;
-  description: string;
-  schema: Record<string, unknown>;
-}
-
 export interface SuccessDoc {
   status: string;
   description: string;
-  /** Component schema of a JSON body; none = empty body. */
-  schema?: string;
+  /** Component of a JSON body; none = empty body. */
+  schema?: TSchema;
   headers?: Record<string, { description: string; schema: Record<string, unknown> }>;
 }
 
@@ -37,9 +74,10 @@ export interface OperationDoc {
   tag: Tag;
   summary: string;
   description: string;
-  query?: QueryParameterDoc[];
-  /** Component schema of the JSON request body. */
-  body?: string;
+  /** The query parameters, each property one (with its description). */
+  query?: TObject;
+  /** Component of the JSON request body. */
+  body?: TSchema;
   success: SuccessDoc[];
   /** Error statuses, each described by a shared response (`components.responses`). */
   errors: number[];
@@ -59,7 +97,6 @@ export const TAGS: { name: Tag; description: string }[] = [
   { name: 'openapi', description: 'This document' },
 ];
 
-const BOOLEAN_QUERY = { type: ['boolean', 'null'] };
 const LOCATION = { location: { description: 'Relative path of the created resource', schema: { type: 'string' } } };
 const EXTRACTION = [400, 415, 422];
 
@@ -74,8 +111,8 @@ export const OPERATIONS: Record<string, OperationDoc> = {
       '`{"rows": [...]}`; any other accept an Arrow IPC stream (`application/vnd.apache.arrow.stream`). Errors are ' +
       '`{"message"}`: 400 for a statement PostgreSQL refuses (or one over the timeout or the row limit), 503 when ' +
       'the database cannot be reached.',
-    body: 'QueryRequest',
-    success: [{ status: '200', description: 'Query results', schema: 'QueryResponse' }],
+    body: QueryRequest,
+    success: [{ status: '200', description: 'Query results', schema: QueryResponse }],
     errors: [...EXTRACTION, 503],
   },
   'GET /health': {
@@ -94,7 +131,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
       "restate's cluster health (the cluster name and the members, as plain node ids), and Ratchet's `nodes`: every " +
       'runtime process registered in the database with its advertised admin and ingress addresses, whether its ' +
       'heartbeat is fresh, and the partitions it holds a live lease of. Any node answers, from PostgreSQL.',
-    success: [{ status: '200', description: 'Cluster health information', schema: 'ClusterHealthResponse' }],
+    success: [{ status: '200', description: 'Cluster health information', schema: ClusterHealthResponse }],
     errors: [503],
   },
   'GET /version': {
@@ -103,7 +140,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     summary: 'Admin API version',
     description:
       "Ratchet's version and the admin API versions it serves (2 to 4, also as path prefixes `/v2` … `/v4`).",
-    success: [{ status: '200', description: 'Version information', schema: 'VersionInformation' }],
+    success: [{ status: '200', description: 'Version information', schema: VersionInformation }],
     errors: [],
   },
   'GET /openapi': {
@@ -119,7 +156,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     tag: 'deployment',
     summary: 'List deployments',
     description: 'Every registered deployment, oldest first.',
-    success: [{ status: '200', description: 'Deployments', schema: 'ListDeploymentsResponse' }],
+    success: [{ status: '200', description: 'Deployments', schema: ListDeploymentsResponse }],
     errors: [],
   },
   'POST /deployments': {
@@ -130,13 +167,13 @@ export const OPERATIONS: Record<string, OperationDoc> = {
       'Discovers the endpoint and registers the services it exposes. The same uri again answers 200 without ' +
       'change when the endpoint is unchanged (META0004 when it changed); `force` replaces the deployment with that ' +
       'uri (META0017 when several share it); a service changing type is META0006 unless `force` or `breaking`.',
-    body: 'RegisterDeploymentRequest',
+    body: RegisterHttpDeploymentRequest,
     success: [
-      { status: '201', description: 'Created', schema: 'RegisterDeploymentResponse', headers: LOCATION },
+      { status: '201', description: 'Created', schema: RegisterDeploymentResponse, headers: LOCATION },
       {
         status: '200',
         description: 'Already registered, or overwritten (force)',
-        schema: 'RegisterDeploymentResponse',
+        schema: RegisterDeploymentResponse,
       },
     ],
     errors: [...EXTRACTION, 409, 500, 501],
@@ -146,7 +183,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     tag: 'deployment',
     summary: 'Get deployment',
     description: 'A deployment with the full metadata of the service revisions it registered.',
-    success: [{ status: '200', description: 'Deployment', schema: 'DetailedDeploymentResponse' }],
+    success: [{ status: '200', description: 'Deployment', schema: DetailedHttpDeploymentResponse }],
     errors: [400, 404],
   },
   'PATCH /deployments/{}': {
@@ -157,8 +194,10 @@ export const OPERATIONS: Record<string, OperationDoc> = {
       'Updates a deployment in place (same id): a new uri, headers or transport, e.g. to repair invocations pinned ' +
       'to it. The endpoint is discovered again and must keep exactly the same supported protocol versions, every ' +
       'service with the same type and every handler (META0016). `overwrite` also replaces the stored schemas.',
-    body: 'UpdateDeploymentRequest',
-    success: [{ status: '200', description: 'Updated (or, dry run, would be)', schema: 'DetailedDeploymentResponse' }],
+    body: UpdateHttpDeploymentRequest,
+    success: [
+      { status: '200', description: 'Updated (or, dry run, would be)', schema: DetailedHttpDeploymentResponse },
+    ],
     errors: [...EXTRACTION, 404, 500],
   },
   'PUT /deployments/{}': {
@@ -168,8 +207,8 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     description:
       'The admin API v2 spelling of PATCH, served under `/v2` only; other prefixes answer 405 ("PUT deployment ' +
       'is deprecated, use PATCH instead").',
-    body: 'UpdateDeploymentRequest',
-    success: [{ status: '200', description: 'Updated', schema: 'DetailedDeploymentResponse' }],
+    body: UpdateHttpDeploymentRequest,
+    success: [{ status: '200', description: 'Updated', schema: DetailedHttpDeploymentResponse }],
     errors: [...EXTRACTION, 404, 405, 500],
   },
   'DELETE /deployments/{}': {
@@ -181,9 +220,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
       'revision another deployment registers, or disappear. Invocations not completed yet that are pinned to it ' +
       'cannot make progress afterwards: their number is returned in `x-ratchet-pinned-invocations` (and a ' +
       '`warning` header when not zero) and logged.',
-    query: [
-      { name: 'force', description: 'Must be true: delete even if invocations depend on it.', schema: BOOLEAN_QUERY },
-    ],
+    query: DeleteDeploymentQuery,
     success: [
       {
         status: '202',
@@ -203,7 +240,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     tag: 'service',
     summary: 'List services',
     description: 'The latest revision of every service, by name.',
-    success: [{ status: '200', description: 'Services', schema: 'ListServicesResponse' }],
+    success: [{ status: '200', description: 'Services', schema: ListServicesResponse }],
     errors: [],
   },
   'GET /services/{}': {
@@ -211,7 +248,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     tag: 'service',
     summary: 'Get service',
     description: 'The latest revision of a service, with the settings in effect.',
-    success: [{ status: '200', description: 'Service', schema: 'ServiceMetadata' }],
+    success: [{ status: '200', description: 'Service', schema: ServiceMetadata }],
     errors: [404],
   },
   'PATCH /services/{}': {
@@ -220,8 +257,8 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     summary: 'Modify service configuration',
     description:
       'Changes settings of the latest revision of a service (a new revision starts from its manifest again).',
-    body: 'ModifyServiceRequest',
-    success: [{ status: '200', description: 'Updated service', schema: 'ServiceMetadata' }],
+    body: ModifyServiceRequest,
+    success: [{ status: '200', description: 'Updated service', schema: ServiceMetadata }],
     errors: [...EXTRACTION, 404],
   },
   'POST /services/{}/state': {
@@ -231,7 +268,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     description:
       'Replaces the whole state of one key, after the invocations queued for it. With `version`, only if the state ' +
       'still has that version. Accepted at once (202); applied asynchronously.',
-    body: 'ModifyServiceStateRequest',
+    body: ModifyServiceStateRequest,
     success: [{ status: '202', description: 'Accepted' }],
     errors: [...EXTRACTION, 404],
   },
@@ -248,7 +285,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     tag: 'service_handler',
     summary: 'List service handlers',
     description: 'The handlers of the latest revision of a service.',
-    success: [{ status: '200', description: 'Handlers', schema: 'ListServiceHandlersResponse' }],
+    success: [{ status: '200', description: 'Handlers', schema: ListServiceHandlersResponse }],
     errors: [404],
   },
   'GET /services/{}/handlers/{}': {
@@ -256,7 +293,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     tag: 'service_handler',
     summary: 'Get service handler',
     description: 'One handler of the latest revision of a service.',
-    success: [{ status: '200', description: 'Handler', schema: 'HandlerMetadata' }],
+    success: [{ status: '200', description: 'Handler', schema: HandlerMetadata }],
     errors: [404],
   },
   'GET /kafka-clusters': {
@@ -264,7 +301,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     tag: 'kafka_cluster',
     summary: 'List Kafka clusters',
     description: 'Registered clusters, then those of the configuration file (read-only, with an `info` note).',
-    success: [{ status: '200', description: 'Clusters', schema: 'ListKafkaClustersResponse' }],
+    success: [{ status: '200', description: 'Clusters', schema: ListKafkaClustersResponse }],
     errors: [],
   },
   'POST /kafka-clusters': {
@@ -272,8 +309,8 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     tag: 'kafka_cluster',
     summary: 'Create Kafka cluster',
     description: 'Registers a cluster subscriptions can read from. The brokers are not contacted.',
-    body: 'CreateKafkaClusterRequest',
-    success: [{ status: '201', description: 'Created', schema: 'SimpleKafkaClusterResponse', headers: LOCATION }],
+    body: CreateKafkaClusterRequest,
+    success: [{ status: '201', description: 'Created', schema: SimpleKafkaClusterResponse, headers: LOCATION }],
     errors: [...EXTRACTION, 409],
   },
   'GET /kafka-clusters/{}': {
@@ -281,14 +318,8 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     tag: 'kafka_cluster',
     summary: 'Get Kafka cluster',
     description: 'A cluster; credentials in its properties are shown as `***`.',
-    query: [
-      {
-        name: 'include_subscriptions',
-        description: 'List the subscriptions reading from the cluster.',
-        schema: { type: 'boolean' },
-      },
-    ],
-    success: [{ status: '200', description: 'Cluster', schema: 'KafkaClusterResponse' }],
+    query: GetKafkaClusterQuery,
+    success: [{ status: '200', description: 'Cluster', schema: KafkaClusterResponse }],
     errors: [400, 404],
   },
   'PATCH /kafka-clusters/{}': {
@@ -296,8 +327,8 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     tag: 'kafka_cluster',
     summary: 'Update Kafka cluster',
     description: "Replaces a registered cluster's properties (409 for a cluster of the configuration file).",
-    body: 'UpdateKafkaClusterRequest',
-    success: [{ status: '200', description: 'Updated', schema: 'SimpleKafkaClusterResponse' }],
+    body: UpdateKafkaClusterRequest,
+    success: [{ status: '200', description: 'Updated', schema: SimpleKafkaClusterResponse }],
     errors: [...EXTRACTION, 404, 409],
   },
   'DELETE /kafka-clusters/{}': {
@@ -305,7 +336,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     tag: 'kafka_cluster',
     summary: 'Delete Kafka cluster',
     description: 'Refused (409) while subscriptions read from it, unless `force` (they are then orphaned).',
-    query: [{ name: 'force', description: 'Delete even if subscriptions use it.', schema: BOOLEAN_QUERY }],
+    query: DeleteKafkaClusterQuery,
     success: [{ status: '202', description: 'Deleted' }],
     errors: [400, 404, 409],
   },
@@ -314,15 +345,8 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     tag: 'subscription',
     summary: 'List subscriptions',
     description: 'Every subscription, oldest first, optionally filtered (exact match).',
-    query: [
-      { name: 'sink', description: 'Only subscriptions with exactly this sink.', schema: { type: ['string', 'null'] } },
-      {
-        name: 'source',
-        description: 'Only subscriptions with exactly this source.',
-        schema: { type: ['string', 'null'] },
-      },
-    ],
-    success: [{ status: '200', description: 'Subscriptions', schema: 'ListSubscriptionsResponse' }],
+    query: ListSubscriptionsQuery,
+    success: [{ status: '200', description: 'Subscriptions', schema: ListSubscriptionsResponse }],
     errors: [],
   },
   'POST /subscriptions': {
@@ -332,8 +356,8 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     description:
       'Routes records of `kafka://<cluster>/<topic>` to `service://<service>/<handler>`. Every reason it cannot ' +
       'work is META0009 (400): bad URIs, unknown cluster, unregistered sink, or a shared handler as sink.',
-    body: 'CreateSubscriptionRequest',
-    success: [{ status: '201', description: 'Created', schema: 'SubscriptionResponse', headers: LOCATION }],
+    body: CreateSubscriptionRequest,
+    success: [{ status: '201', description: 'Created', schema: SubscriptionResponse, headers: LOCATION }],
     errors: [...EXTRACTION],
   },
   'GET /subscriptions/{}': {
@@ -341,7 +365,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     tag: 'subscription',
     summary: 'Get subscription',
     description: 'One subscription.',
-    success: [{ status: '200', description: 'Subscription', schema: 'SubscriptionResponse' }],
+    success: [{ status: '200', description: 'Subscription', schema: SubscriptionResponse }],
     errors: [400, 404],
   },
   'DELETE /subscriptions/{}': {
@@ -392,15 +416,8 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     tag: 'invocation',
     summary: 'Restart an invocation as new',
     description: 'Creates a new invocation from a completed one, optionally copying a prefix of its journal.',
-    query: [
-      { name: 'from', description: 'Copy the journal up to this entry index.', schema: { type: ['integer', 'null'] } },
-      {
-        name: 'deployment',
-        description: '`Keep`, `Latest` or a deployment id; only with `from`.',
-        schema: { type: ['string', 'null'] },
-      },
-    ],
-    success: [{ status: '200', description: 'Restarted', schema: 'RestartAsNewInvocationResponse' }],
+    query: RestartAsNewInvocationQuery,
+    success: [{ status: '200', description: 'Restarted', schema: RestartAsNewInvocationResponse }],
     errors: [400, 404, 409, 410, 422, 425, 503],
   },
   'PATCH /invocations/{}/pause': {
@@ -419,13 +436,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     tag: 'invocation',
     summary: 'Resume an invocation',
     description: 'Resumes a paused invocation, optionally on another deployment.',
-    query: [
-      {
-        name: 'deployment',
-        description: '`Keep`, `Latest` or a deployment id.',
-        schema: { type: ['string', 'null'] },
-      },
-    ],
+    query: ResumeInvocationQuery,
     success: [{ status: '200', description: 'Resumed' }],
     errors: [400, 404, 409, 425, 503],
   },
@@ -434,19 +445,8 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     tag: 'invocation',
     summary: 'Cancel, kill or purge an invocation (deprecated)',
     description: 'Deprecated: use the PATCH operations. `mode` is `Cancel` (default), `Kill` or `Purge`.',
-    query: [{ name: 'mode', description: '`Cancel`, `Kill` or `Purge`.', schema: { type: ['string', 'null'] } }],
+    query: DeleteInvocationQuery,
     success: [{ status: '202', description: 'Accepted' }],
     errors: [400, 404, 409],
   },
-};
-
-/** Descriptions of path parameters by the name a route gives them. */
-export const PATH_PARAMETERS: Record<string, string> = {
-  deployment: 'Deployment identifier',
-  service: 'Fully qualified service name.',
-  handler: 'Handler name.',
-  cluster_name: 'Kafka cluster name',
-  subscription: 'Subscription identifier',
-  id: 'Invocation identifier.',
-  invocation_id: 'Invocation identifier.',
 };

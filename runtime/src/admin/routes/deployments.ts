@@ -6,12 +6,8 @@ import { renderDeployment, renderDetailedDeployment, renderRegisterResponse } fr
 import type { DeploymentSchema } from '../../schema/types.ts';
 import { InvalidPathParameterError } from '../errors.ts';
 import { sendJson } from '../reply.ts';
-import {
-  parseBooleanQuery,
-  parseRegisterDeploymentRequest,
-  parseUpdateDeploymentRequest,
-  readJsonBody,
-} from '../request.ts';
+import { DeleteDeploymentQuery, type DeploymentParams } from '../model/deployments.ts';
+import { parseRegisterDeploymentRequest, parseUpdateDeploymentRequest, readJsonBody, readQuery } from '../request.ts';
 import type { AdminRoutes, AdminRouteContext } from './context.ts';
 
 /** A well-formed deployment id (400 text otherwise, like restate's path extractor). */
@@ -31,7 +27,7 @@ function deploymentParam(ctx: AdminRouteContext, value: string): DeploymentSchem
   return deployment;
 }
 
-type DeploymentRequest = FastifyRequest<{ Params: { deployment: string }; Querystring: Record<string, unknown> }>;
+type DeploymentRequest = FastifyRequest<{ Params: DeploymentParams }>;
 
 /** Response header of `DELETE /deployments/{id}`: how many unfinished invocations were pinned to it. */
 export const PINNED_INVOCATIONS_HEADER = 'x-ratchet-pinned-invocations';
@@ -51,7 +47,7 @@ export const deploymentRoutes: AdminRoutes = (scope, ctx) => {
     return sendJson(reply, renderRegisterResponse(result.deployment, result.services, ctx.registry.defaults), status);
   });
 
-  scope.get<{ Params: { deployment: string } }>('/deployments/:deployment', async (req, reply) => {
+  scope.get<{ Params: DeploymentParams }>('/deployments/:deployment', async (req, reply) => {
     // `/deployments/` is not a route in restate (404), though the router hands it here with an empty id.
     if (req.params.deployment === '') return reply.callNotFound();
     const deployment = deploymentParam(ctx, req.params.deployment);
@@ -68,35 +64,32 @@ export const deploymentRoutes: AdminRoutes = (scope, ctx) => {
     return renderDetailedDeployment(result.deployment, result.services, ctx.registry.defaults);
   };
 
-  scope.patch<{ Params: { deployment: string } }>('/deployments/:deployment', async (req, reply) => {
+  scope.patch<{ Params: DeploymentParams }>('/deployments/:deployment', async (req, reply) => {
     if (req.params.deployment === '') return reply.callNotFound();
-    return sendJson(reply, await update(req as DeploymentRequest, 'PATCH'));
+    return sendJson(reply, await update(req, 'PATCH'));
   });
 
-  scope.put<{ Params: { deployment: string } }>('/deployments/:deployment', async (req, reply) => {
+  scope.put<{ Params: DeploymentParams }>('/deployments/:deployment', async (req, reply) => {
     if (req.params.deployment === '') return reply.callNotFound();
-    return sendJson(reply, await update(req as DeploymentRequest, 'PUT'));
+    return sendJson(reply, await update(req, 'PUT'));
   });
 
-  scope.delete<{ Params: { deployment: string }; Querystring: Record<string, unknown> }>(
-    '/deployments/:deployment',
-    async (req, reply) => {
-      if (req.params.deployment === '') return reply.callNotFound();
-      const id = deploymentIdParam(req.params.deployment);
-      const force = parseBooleanQuery('force', req.query['force']);
-      // Only forced deletion exists (restate answers the same 501 with an empty body).
-      if (force !== true) return reply.code(501).send();
-      const result = await ctx.operations.deleteDeployment(id);
-      // The body stays empty (restate clients expect nothing); pinned invocations are reported in a header.
-      reply.header(PINNED_INVOCATIONS_HEADER, String(result.pinned.count));
-      if (result.pinned.count > 0) {
-        reply.header(
-          'warning',
-          `199 ratchet "${result.pinned.count} invocation(s) not completed yet were pinned to deployment ${id}; ` +
-            'they cannot make progress on it"',
-        );
-      }
-      return reply.code(202).send();
-    },
-  );
+  scope.delete<{ Params: DeploymentParams; Querystring: unknown }>('/deployments/:deployment', async (req, reply) => {
+    if (req.params.deployment === '') return reply.callNotFound();
+    const id = deploymentIdParam(req.params.deployment);
+    const { force } = readQuery(DeleteDeploymentQuery, req.query);
+    // Only forced deletion exists (restate answers the same 501 with an empty body).
+    if (force !== true) return reply.code(501).send();
+    const result = await ctx.operations.deleteDeployment(id);
+    // The body stays empty (restate clients expect nothing); pinned invocations are reported in a header.
+    reply.header(PINNED_INVOCATIONS_HEADER, String(result.pinned.count));
+    if (result.pinned.count > 0) {
+      reply.header(
+        'warning',
+        `199 ratchet "${result.pinned.count} invocation(s) not completed yet were pinned to deployment ${id}; ` +
+          'they cannot make progress on it"',
+      );
+    }
+    return reply.code(202).send();
+  });
 };

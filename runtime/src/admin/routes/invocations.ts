@@ -6,8 +6,10 @@ import { InvocationId } from '../../ids/invocation-id.ts';
 import type { DeploymentChoice } from '../../engine/types.ts';
 import { DeploymentId } from '../../ids/deployment-id.ts';
 import { ServiceNotFoundError } from '../../schema/errors.ts';
-import { JsonBodyShapeError, RequestExtractionError } from '../errors.ts';
-import { readJsonBody } from '../request.ts';
+import { InvalidQueryStringError, JsonBodyShapeError } from '../errors.ts';
+import { RestartAsNewInvocationQuery, type InvocationParams } from '../model/invocations.ts';
+import type { ModifyServiceStateRequest, ServiceParams } from '../model/services.ts';
+import { readJsonBody, readQuery } from '../request.ts';
 import { sendJson } from '../reply.ts';
 import type { AdminRoutes } from './context.ts';
 
@@ -16,14 +18,6 @@ import type { AdminRoutes } from './context.ts';
  * `DELETE /invocations/{id}?mode=Cancel|Kill|Purge`, with restate-server 1.7.12's statuses and messages. The engine
  * decides; refusals are the RatchetErrors it throws (engine/management-errors.ts).
  */
-
-/** 400 for a query string that does not parse, in restate's (axum's) plain-text style. */
-class InvalidQueryError extends RequestExtractionError {
-  readonly status = 400;
-  constructor(detail: string) {
-    super(`Failed to deserialize query string: ${detail}`);
-  }
-}
 
 /** 400 for a query parameter that is well-formed for the query string but not for its type (restate's JSON style). */
 class InvalidQueryParameterError extends RatchetError {
@@ -69,16 +63,6 @@ export function parseDeploymentChoice(query: Query): DeploymentChoice | undefine
   return { kind: 'id', id };
 }
 
-/** `from`: an unsigned 32-bit integer; absent = 0. Refusals worded as Rust's integer parser words them. */
-export function parseFrom(raw: string | undefined): number {
-  if (raw === undefined) return 0;
-  if (raw === '') throw new InvalidQueryError('from: cannot parse integer from empty string');
-  if (!/^\+?\d+$/.test(raw)) throw new InvalidQueryError('from: invalid digit found in string');
-  const n = Number(raw.replace(/^\+/, ''));
-  if (n > 0xffffffff) throw new InvalidQueryError('from: number too large to fit in target type');
-  return n;
-}
-
 const DELETE_MODES: Record<string, 'cancel' | 'kill' | 'purge'> = {
   Cancel: 'cancel',
   cancel: 'cancel',
@@ -96,13 +80,11 @@ class InvalidInvocationIdError extends RatchetError {
   }
 }
 
-class UnsupportedDeleteModeError extends RequestExtractionError {
-  readonly status = 400;
-  constructor(mode: string) {
-    super(
-      `Failed to deserialize query string: mode: unknown variant \`${mode}\`, expected one of \`Cancel\`, \`cancel\`, \`Kill\`, \`kill\`, \`Purge\`, \`purge\``,
-    );
-  }
+function unsupportedDeleteMode(mode: string): InvalidQueryStringError {
+  const expected = Object.keys(DELETE_MODES)
+    .map((m) => `\`${m}\``)
+    .join(', ');
+  return new InvalidQueryStringError(`mode: unknown variant \`${mode}\`, expected one of ${expected}`);
 }
 
 function invocationParam(raw: string): InvocationId {
@@ -135,12 +117,11 @@ class ServiceStateNotModifiableError extends RatchetError {
   }
 }
 
-/** `ModifyServiceStateRequest`: `{object_key, new_state: {key: [byte…]}, version?, scope?}`. */
-function parseModifyState(body: unknown): {
-  key: string;
-  version: string | undefined;
-  entries: { key: Buffer; value: Buffer }[];
-} {
+/**
+ * `ModifyServiceStateRequest`: `{object_key, new_state: {key: [byte…]}, version?, scope?}`. Checked by hand, not
+ * from the model, because restate words these refusals unlike its other bodies (and `scope` needs RT0024).
+ */
+function parseModifyState(body: unknown): ModifyServiceStateRequest {
   const shape = (detail: string): JsonBodyShapeError => new JsonBodyShapeError(detail);
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw shape('invalid type: expected struct ModifyServiceStateRequest');
@@ -155,14 +136,12 @@ function parseModifyState(body: unknown): {
   }
   const state = b.new_state;
   if (typeof state !== 'object' || state === null || Array.isArray(state)) throw shape('missing field `new_state`');
-  const entries: { key: Buffer; value: Buffer }[] = [];
   for (const [k, v] of Object.entries(state as Record<string, unknown>)) {
     if (!Array.isArray(v) || !v.every((n) => Number.isInteger(n) && (n as number) >= 0 && (n as number) <= 255)) {
       throw shape(`new_state.${k}: expected an array of bytes (integers 0 to 255)`);
     }
-    entries.push({ key: Buffer.from(k, 'utf8'), value: Buffer.from(v as number[]) });
   }
-  return { key: b.object_key, version: typeof b.version === 'string' ? b.version : undefined, entries };
+  return b as ModifyServiceStateRequest;
 }
 
 /** RT0024: scopes need the experimental flow-control feature, which Ratchet does not have. */
@@ -174,7 +153,8 @@ class FlowControlDisabledError extends RatchetError {
   }
 }
 
-type IdParams = { Params: { id: string } };
+type IdParams = { Params: InvocationParams };
+/** The raw query string: `deployment` comes in forms a query schema cannot say (see `parseDeploymentChoice`). */
 type Query = Record<string, string | undefined>;
 
 export function invocationRoutes(engine: Engine): AdminRoutes {
@@ -211,17 +191,21 @@ export function invocationRoutes(engine: Engine): AdminRoutes {
 
     scope.patch<IdParams & { Querystring: Query }>('/invocations/:id/restart-as-new', async (req, reply) => {
       const id = invocationParam(req.params.id);
-      const from = parseFrom(req.query.from);
+      const from = readQuery(RestartAsNewInvocationQuery, req.query).from ?? 0;
       const newId = await engine.restartAsNew(id, from, parseDeploymentChoice(req.query));
       return sendJson(reply, { new_invocation_id: newId });
     });
 
-    scope.post<{ Params: { service: string } }>('/services/:service/state', async (req, reply) => {
+    scope.post<{ Params: ServiceParams }>('/services/:service/state', async (req, reply) => {
       const service = registry.service(req.params.service);
       if (service === undefined) throw new ServiceNotFoundError(req.params.service);
       if (service.schema.ty === 'Service') throw new ServiceStateNotModifiableError(service.schema.ty);
       const request = parseModifyState(readJsonBody(req.headers['content-type'], req.body as Buffer | undefined));
-      await engine.modifyState(service.schema.name, request.key, request.version, request.entries);
+      const entries = Object.entries(request.new_state).map(([key, value]) => ({
+        key: Buffer.from(key, 'utf8'),
+        value: Buffer.from(value),
+      }));
+      await engine.modifyState(service.schema.name, request.object_key, request.version ?? undefined, entries);
       return reply.code(202).send();
     });
 
@@ -229,7 +213,7 @@ export function invocationRoutes(engine: Engine): AdminRoutes {
     scope.delete<IdParams & { Querystring: Query }>('/invocations/:id', async (req, reply) => {
       const rawMode = req.query.mode ?? 'Cancel';
       const mode = DELETE_MODES[rawMode];
-      if (mode === undefined) throw new UnsupportedDeleteModeError(rawMode);
+      if (mode === undefined) throw unsupportedDeleteMode(rawMode);
       const id = invocationParam(req.params.id);
       try {
         if (mode === 'cancel') await cancel(engine, id);

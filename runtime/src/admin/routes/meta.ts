@@ -1,3 +1,4 @@
+import type { VersionInformation } from '../model/version.ts';
 import { sendJson } from '../reply.ts';
 import type { AdminRoutes } from './context.ts';
 
@@ -7,14 +8,15 @@ export const MAX_ADMIN_API_VERSION = 4;
 export const metaRoutes: AdminRoutes = (scope, ctx) => {
   scope.get('/health', async (_req, reply) => reply.code(200).send());
 
-  scope.get('/version', async (_req, reply) =>
-    sendJson(reply, {
+  scope.get('/version', async (_req, reply) => {
+    const version: VersionInformation = {
       version: ctx.version,
       min_admin_api_version: MIN_ADMIN_API_VERSION,
       max_admin_api_version: MAX_ADMIN_API_VERSION,
       ingress_endpoint: ctx.ingressEndpoint,
       // restate lists its experimental feature flags here; Ratchet has none, and clients only read the versions.
       features: {},
-    }),
-  );
+    };
+    return sendJson(reply, version);
+  });
 };

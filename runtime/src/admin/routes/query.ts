@@ -3,6 +3,7 @@ import { renderArrow } from '../../introspection/render-arrow.ts';
 import { renderJson } from '../../introspection/render-json.ts';
 import { RatchetError } from '../../errors/errors.ts';
 import { JsonBodyShapeError } from '../errors.ts';
+import type { QueryRequest } from '../model/query.ts';
 import { readJsonBody } from '../request.ts';
 import type { AdminRoutes } from './context.ts';
 
@@ -11,21 +12,28 @@ import type { AdminRoutes } from './context.ts';
  * any other accept (the CLI's `*∕*`, or none) → an Arrow IPC stream. Errors are `{"message": …}` only (no
  * `restate_code`), as restate sends them: 400 for a statement PostgreSQL refuses, 503 when it cannot be reached.
  */
+/**
+ * `QueryRequest`, checked by hand rather than from the model: restate's SQL endpoint words its refusals with the
+ * position of the end of the body (serde names it as where a field was found missing).
+ */
+function parseQueryRequest(raw: Buffer | undefined, body: unknown): QueryRequest {
+  const text = raw?.toString('utf8') ?? '';
+  const lines = text.split('\n');
+  const end = `line ${lines.length} column ${(lines[lines.length - 1] ?? '').length}`;
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new JsonBodyShapeError(`invalid type: expected struct QueryRequest at ${end}`);
+  }
+  const sql = (body as { query?: unknown }).query;
+  if (sql === undefined) throw new JsonBodyShapeError(`missing field \`query\` at ${end}`);
+  if (typeof sql !== 'string') throw new JsonBodyShapeError(`invalid type: expected a string at ${end}`);
+  return { query: sql };
+}
+
 export function queryRoutes(queries: IntrospectionQueries): AdminRoutes {
   return (scope) => {
     scope.post('/query', async (req, reply) => {
       const raw = req.body as Buffer | undefined;
-      const body = readJsonBody(req.headers['content-type'], raw);
-      // serde names the end of the body as where a field was found missing.
-      const text = raw?.toString('utf8') ?? '';
-      const lines = text.split('\n');
-      const end = `line ${lines.length} column ${(lines[lines.length - 1] ?? '').length}`;
-      if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-        throw new JsonBodyShapeError(`invalid type: expected struct QueryRequest at ${end}`);
-      }
-      const sql = (body as { query?: unknown }).query;
-      if (sql === undefined) throw new JsonBodyShapeError(`missing field \`query\` at ${end}`);
-      if (typeof sql !== 'string') throw new JsonBodyShapeError(`invalid type: expected a string at ${end}`);
+      const { query: sql } = parseQueryRequest(raw, readJsonBody(req.headers['content-type'], raw));
       const json = req.headers.accept === 'application/json';
       let result;
       try {

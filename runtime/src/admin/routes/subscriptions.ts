@@ -4,7 +4,8 @@ import { SubscriptionNotFoundError } from '../../schema/errors.ts';
 import { renderSubscription } from '../../schema/render.ts';
 import { InvalidPathParameterError } from '../errors.ts';
 import { sendJson } from '../reply.ts';
-import { parseCreateSubscriptionRequest, readJsonBody } from '../request.ts';
+import { ListSubscriptionsQuery, type SubscriptionParams } from '../model/subscriptions.ts';
+import { parseCreateSubscriptionRequest, readJsonBody, readQuery } from '../request.ts';
 import type { AdminRoutes } from './context.ts';
 
 function subscriptionIdParam(value: string): string {
@@ -16,20 +17,16 @@ function subscriptionIdParam(value: string): string {
   }
 }
 
-/** The optional exact-match filters of `GET /subscriptions`; a repeated parameter counts by its last value. */
-function filter(value: unknown): string | undefined {
-  if (Array.isArray(value)) return filter(value[value.length - 1]);
-  return typeof value === 'string' ? value : undefined;
+/** An exact-match filter of `GET /subscriptions`; absent matches everything. */
+function wanted(filter: string | null | undefined, value: string): boolean {
+  return filter === undefined || filter === null || filter === value;
 }
 
 /** Kafka subscriptions: the registry only (Ratchet does not consume yet). */
 export const subscriptionRoutes: AdminRoutes = (scope, ctx) => {
-  scope.get<{ Querystring: Record<string, unknown> }>('/subscriptions', async (req, reply) => {
-    const sink = filter(req.query['sink']);
-    const source = filter(req.query['source']);
-    const subscriptions = ctx.registry
-      .subscriptions()
-      .filter((s) => (sink === undefined || s.sink === sink) && (source === undefined || s.source === source));
+  scope.get<{ Querystring: unknown }>('/subscriptions', async (req, reply) => {
+    const { sink, source } = readQuery(ListSubscriptionsQuery, req.query);
+    const subscriptions = ctx.registry.subscriptions().filter((s) => wanted(sink, s.sink) && wanted(source, s.source));
     return sendJson(reply, { subscriptions: subscriptions.map(renderSubscription) });
   });
 
@@ -41,7 +38,7 @@ export const subscriptionRoutes: AdminRoutes = (scope, ctx) => {
     return sendJson(reply, renderSubscription(subscription), 201);
   });
 
-  scope.get<{ Params: { subscription: string } }>('/subscriptions/:subscription', async (req, reply) => {
+  scope.get<{ Params: SubscriptionParams }>('/subscriptions/:subscription', async (req, reply) => {
     // `/subscriptions/` is not a route (404), though the router hands it here with an empty id.
     if (req.params.subscription === '') return reply.callNotFound();
     const id = subscriptionIdParam(req.params.subscription);
@@ -50,7 +47,7 @@ export const subscriptionRoutes: AdminRoutes = (scope, ctx) => {
     return sendJson(reply, renderSubscription(subscription));
   });
 
-  scope.delete<{ Params: { subscription: string } }>('/subscriptions/:subscription', async (req, reply) => {
+  scope.delete<{ Params: SubscriptionParams }>('/subscriptions/:subscription', async (req, reply) => {
     if (req.params.subscription === '') return reply.callNotFound();
     await ctx.operations.deleteSubscription(subscriptionIdParam(req.params.subscription));
     return reply.code(202).send();

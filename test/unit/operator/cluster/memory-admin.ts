@@ -3,8 +3,8 @@ import {
   type AdminClient,
   type AdminClientFactory,
   type AdminTarget,
-  type KafkaClusterInfo,
-  type VersionInfo,
+  type SimpleKafkaClusterResponse,
+  type VersionInformation,
 } from '../../../../operator/src/admin-client/types.ts';
 
 /*
@@ -30,7 +30,12 @@ export class MemoryAdmin {
   reachable = true;
   /** When set, calls with another bearer token are refused with 401. */
   requiredToken: string | undefined;
-  versionInfo: VersionInfo = { version: '0.1.0', min_admin_api_version: 1, max_admin_api_version: 3 };
+  versionInfo: VersionInformation = {
+    version: '0.1.0',
+    min_admin_api_version: 1,
+    max_admin_api_version: 3,
+    features: {},
+  };
   /** The Kafka clusters the runtime holds (unredacted). */
   readonly kafka = new Map<string, Record<string, string>>();
   /** Every target a client was made for. */
@@ -60,9 +65,10 @@ export class MemoryAdmin {
       },
       listKafkaClusters: () => {
         this.guard(target, 'listKafkaClusters');
-        const list: KafkaClusterInfo[] = [...this.kafka].map(([name, properties]) => ({
+        const list: SimpleKafkaClusterResponse[] = [...this.kafka].map(([name, properties]) => ({
           name,
           properties: redact(properties),
+          created_at: '1970-01-01T00:00:00Z',
         }));
         return Promise.resolve(list);
       },
