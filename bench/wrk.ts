@@ -2,7 +2,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { LoadStats } from './load-generator.ts';
+import type { LoadStats } from './load-stats.ts';
 import { OBJECT_KEYS, workloadRequest, type Workload } from './workloads.ts';
 
 /**

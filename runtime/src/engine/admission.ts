@@ -42,7 +42,7 @@ export async function accept(p: PartitionProcessor, req: AcceptRequest): Promise
   const runnable = ctxRow.status === 'invoked';
   op.writes.push(...writes);
   try {
-    await p.deps.storage.submit(op);
+    await p.submit(op);
   } catch (err) {
     // Not stored (or not known to be): forget it here; a retry of the request finds the row if it exists.
     undoAdmit(p, ctx);

@@ -2,10 +2,10 @@ import { LOG_FIELDS } from '../telemetry/logger.ts';
 import { InvocationId } from '../ids/invocation-id.ts';
 import { runEffects } from './effects.ts';
 import { negotiateProtocolVersion } from '../protocol/version.ts';
-import type { SchemaRegistry } from '../schema/registry.ts';
+import type { PinChoice } from './types.ts';
 import { type StateEntry } from './state-cache.ts';
 import { type InvocationCtx } from './invocation.ts';
-import { type PartitionProcessor, lockKey, type EngineFailure } from './processor.ts';
+import { type PartitionProcessor, lockKey } from './processor.ts';
 import { invocationWrite } from '../storage/api.ts';
 
 export async function startAttempt(p: PartitionProcessor, ctx: InvocationCtx): Promise<void> {
@@ -154,8 +154,3 @@ export function choosePin(p: PartitionProcessor, serviceName: string): PinChoice
   }
   return { deployment: d, protocolVersion: v };
 }
-
-/** The deployment and protocol version an attempt pins, or why none can be pinned. */
-type PinChoice =
-  | { deployment: NonNullable<ReturnType<SchemaRegistry['deployment']>>; protocolVersion: number }
-  | { failure: EngineFailure };

@@ -14,7 +14,7 @@ export function resumeInbox(p: PartitionProcessor, lk: string): void {
     void p.commit(next, op, () => void p.roles.startAttempt(next));
   } else if (op.writes.length > 0) {
     // Only queued state replacements were applied.
-    void p.deps.storage.submit(op).catch((err: unknown) => {
+    void p.submit(op).catch((err: unknown) => {
       p.log.error({ err }, 'queued state replacement could not be applied');
     });
   }
@@ -88,30 +88,20 @@ export function handOver(
 /** `op` replaces a key's state wholesale: the cached copy is dropped now and again once `op` settles. */
 export function dropCachedStateWith(p: PartitionProcessor, op: WriteBatch, lk: string): void {
   p.stateCache.invalidate(lk);
-  const before = op.onCommitted;
-  op.onCommitted = () => {
-    before?.();
-    p.stateCache.invalidate(lk);
-  };
-  const beforeFailed = op.onFailed;
-  op.onFailed = () => {
-    beforeFailed?.();
-    p.stateCache.invalidate(lk);
-  };
+  p.onCommitted(op, () => p.stateCache.invalidate(lk));
+  p.onFailed(op, () => p.stateCache.invalidate(lk));
 }
 
 /** Adds a queued state replacement to `op`; one whose version no longer matched is reported once `op` committed. */
 export function applyMutation(p: PartitionProcessor, op: WriteBatch, m: StateMutationRow): void {
   const apply = stateMutationWrite.apply(m.service, m.key, partitionKeyForKey(m.key), m.version, m.entries);
   op.writes.push(apply);
-  const before = op.onCommitted;
-  op.onCommitted = () => {
-    before?.();
+  p.onCommitted(op, () => {
     if (apply.applied === false) {
       p.log.warn(
         { service: m.service, key: m.key, version: m.version },
         'state replacement not applied: the state changed since the version it was based on',
       );
     }
-  };
+  });
 }

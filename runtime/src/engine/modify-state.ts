@@ -32,7 +32,7 @@ export async function modifyState(
     const op = newWriteBatch(partitionId);
     p.roles.applyMutation(op, m);
     p.roles.dropCachedStateWith(op, lk);
-    await p.deps.storage.submit(op).catch((err: unknown) => {
+    await p.submit(op).catch((err: unknown) => {
       throw rerouteIfFenced(err, partitionId);
     });
     return;

@@ -128,7 +128,7 @@ export async function admitRequested(
     }
   }
   try {
-    await p.deps.storage.submit(op);
+    await p.submit(op);
   } catch (err) {
     if (admitted !== undefined) p.roles.undoAdmit(admitted.ctx);
     throw err;

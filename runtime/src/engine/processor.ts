@@ -1,6 +1,5 @@
 import { LOG_FIELDS } from '../telemetry/logger.ts';
 import type { Logger } from 'pino';
-import type { ErrorCode } from '../errors/codes.ts';
 import type { InvocationId } from '../ids/invocation-id.ts';
 import type { SchemaRegistry } from '../schema/registry.ts';
 import { effectiveHandlerSettings, type HandlerSettings } from '../schema/handler-settings.ts';
@@ -14,6 +13,8 @@ import type { Roles } from './roles.ts';
 import { StateCache } from './state-cache.ts';
 import { TimerQueue } from './timer-queue.ts';
 import type { CompletedInvocation, JournalEntry } from './types.ts';
+
+export type { EngineFailure } from './types.ts';
 import { type Write, type WriteBatch, type Storage } from '../storage/api.ts';
 import type { TimerRow } from '../storage/rows.ts';
 import { FencingError } from '../storage/errors.ts';
@@ -182,6 +183,53 @@ export class PartitionProcessor {
     return this.deps.storage.submit({ partitions: [partition], writes, journal: [] });
   }
 
+  /** What follows a batch's commit or failure in memory (the state cache: in commit order); storage never sees it. */
+  private readonly hooks = new WeakMap<WriteBatch, { committed: (() => void)[]; failed: (() => void)[] }>();
+
+  /** Runs `fn` once `op` committed, before anything that awaits `op`'s commit goes on (so in commit order). */
+  onCommitted(op: WriteBatch, fn: () => void): void {
+    this.hooksOf(op).committed.push(fn);
+  }
+
+  /** Runs `fn` once `op` did not commit or its outcome is unknown. */
+  onFailed(op: WriteBatch, fn: () => void): void {
+    this.hooksOf(op).failed.push(fn);
+  }
+
+  private hooksOf(op: WriteBatch): { committed: (() => void)[]; failed: (() => void)[] } {
+    let h = this.hooks.get(op);
+    if (h === undefined) this.hooks.set(op, (h = { committed: [], failed: [] }));
+    return h;
+  }
+
+  /**
+   * Submits a batch; its hooks are the first reaction to its commit. The committer settles batches in commit order,
+   * so the hooks of two batches run in that order too.
+   */
+  submit(op: WriteBatch): Promise<void> {
+    const done = this.deps.storage.submit(op);
+    const hooks = this.hooks.get(op);
+    if (hooks === undefined) return done;
+    this.hooks.delete(op);
+    return done.then(
+      () => this.runHooks(hooks.committed),
+      (err: unknown) => {
+        this.runHooks(hooks.failed);
+        throw err;
+      },
+    );
+  }
+
+  private runHooks(fns: (() => void)[]): void {
+    for (const fn of fns) {
+      try {
+        fn();
+      } catch (err) {
+        this.log.error({ err }, 'a commit hook failed');
+      }
+    }
+  }
+
   write(ctx: InvocationCtx, writes: Write[], after?: () => void): void {
     void this.commit(ctx, ownWrite(ctx, writes), after);
   }
@@ -191,7 +239,7 @@ export class PartitionProcessor {
    * failed: the invocation is then poisoned and reloaded from storage, so callers that fire and forget are safe.
    */
   commit(ctx: InvocationCtx, op: WriteBatch, after?: () => void): Promise<boolean> {
-    const p = this.deps.storage.submit(op);
+    const p = this.submit(op);
     return ctx
       .track(
         p.then(
@@ -272,18 +320,6 @@ export class PartitionProcessor {
       return e;
     });
   }
-}
-
-export interface EngineFailure {
-  /** The failure code as the SDK or protocol names it (500, 570, 571…). */
-  code: number;
-  rtCode: ErrorCode;
-  message: string;
-  /** Delay asked for by whatever stands in front of the deployment (Retry-After on 429/503); the attempt counts. */
-  retryAfterMs?: number | undefined;
-  /** The SDK's next_retry_delay: replaces the invocation retry policy for this failure (see `handleFailure`). */
-  sdkRetryDelayMs?: number | undefined;
-  related?: { index?: number | undefined; name?: string | undefined; type?: number | undefined } | undefined;
 }
 
 /** Virtual-object keys whose state the engine keeps in memory at most (least recently used go first). */

@@ -1,56 +1,68 @@
-import type { admit, afterAdmit, newInvocation, undoAdmit } from './admission.ts';
-import type { choosePin, startAttempt } from './attempts.ts';
-import type { onCommand } from './commands/dispatch.ts';
-import type { onRunProposal } from './commands/run.ts';
-import type { answerLazyState } from './commands/state.ts';
-import type { applyMutation, dropCachedStateWith, handOver, resumeInbox } from './handover.ts';
-import type { complete } from './lifecycle/complete.ts';
-import type { forgetNotStarted, kill } from './lifecycle/kill.ts';
-import type { chooseDeployment, managed } from './lifecycle/management.ts';
-import type { pauseOnFailure } from './lifecycle/pause.ts';
-import type { handleFailure } from './lifecycle/retry.ts';
-import type { onSuspension, recheckSuspended } from './lifecycle/suspend.ts';
-import type { appendNotification, sendCommitted, signal } from './notifications.ts';
-import type { deliver } from './outbox.ts';
-import type { pollRemoteResults } from './results.ts';
-import type { disarmRetry, fireTimer } from './timers.ts';
-import type { PartitionProcessor } from './processor.ts';
-
-/** A role function with the processor bound: what one role calls of another. */
-type Bound<F> = F extends (p: PartitionProcessor, ...args: infer A) => infer R ? (...args: A) => R : never;
+import type { InvocationId } from '../ids/invocation-id.ts';
+import type { AttemptHandle } from '../invoker/invoker.ts';
+import type { Frame } from '../protocol/framing.ts';
+import type { InsertInvocation, Write, WriteBatch } from '../storage/api.ts';
+import type { InvocationUpdate, NewInvocation, OutboxRow, StateMutationRow, TimerRow } from '../storage/rows.ts';
+import type { AwaitingTree } from './awaiting.ts';
+import type { EngineResult } from './codec.ts';
+import type { InvocationCtx } from './invocation.ts';
+import type { AcceptRequest, DeploymentChoice, EngineFailure, JournalEntry, Outcome, PinChoice } from './types.ts';
 
 /**
- * What the roles call of each other, bound to one processor by the Engine. Going through this table rather than
- * importing each other keeps the role modules free of import cycles: each imports the processor shell only.
+ * What the roles call of each other, bound to one processor by the Engine (engine.ts), which also checks that each
+ * role function fits its signature here. Going through this table rather than importing each other keeps the role
+ * modules free of import cycles: each imports the processor shell, and this table imports no role.
  */
 export interface Roles {
-  admit: Bound<typeof admit>;
-  afterAdmit: Bound<typeof afterAdmit>;
-  answerLazyState: Bound<typeof answerLazyState>;
-  appendNotification: Bound<typeof appendNotification>;
-  applyMutation: Bound<typeof applyMutation>;
-  chooseDeployment: Bound<typeof chooseDeployment>;
-  choosePin: Bound<typeof choosePin>;
-  complete: Bound<typeof complete>;
-  deliver: Bound<typeof deliver>;
-  dropCachedStateWith: Bound<typeof dropCachedStateWith>;
-  fireTimer: Bound<typeof fireTimer>;
-  disarmRetry: Bound<typeof disarmRetry>;
-  forgetNotStarted: Bound<typeof forgetNotStarted>;
-  handOver: Bound<typeof handOver>;
-  handleFailure: Bound<typeof handleFailure>;
-  kill: Bound<typeof kill>;
-  managed: Bound<typeof managed>;
-  newInvocation: Bound<typeof newInvocation>;
-  onCommand: Bound<typeof onCommand>;
-  onRunProposal: Bound<typeof onRunProposal>;
-  onSuspension: Bound<typeof onSuspension>;
-  pauseOnFailure: Bound<typeof pauseOnFailure>;
-  pollRemoteResults: Bound<typeof pollRemoteResults>;
-  recheckSuspended: Bound<typeof recheckSuspended>;
-  resumeInbox: Bound<typeof resumeInbox>;
-  sendCommitted: Bound<typeof sendCommitted>;
-  signal: Bound<typeof signal>;
-  startAttempt: Bound<typeof startAttempt>;
-  undoAdmit: Bound<typeof undoAdmit>;
+  // admission.ts
+  newInvocation(
+    req: AcceptRequest,
+    now: Date,
+    caller: { id: string; target: string } | undefined,
+  ): { ctxRow: NewInvocation; inputRaw: Uint8Array; executionTime: Date | undefined };
+  admit(
+    row: NewInvocation,
+    inputRaw: Uint8Array,
+    now: Date,
+    deterministic: boolean,
+  ): { writes: Write[]; ctx: InvocationCtx; insert: InsertInvocation };
+  afterAdmit(ctx: InvocationCtx, admittedRunnable: boolean): void;
+  undoAdmit(ctx: InvocationCtx): void;
+  // attempts.ts
+  choosePin(serviceName: string): PinChoice;
+  startAttempt(ctx: InvocationCtx): Promise<void>;
+  // commands/
+  onCommand(ctx: InvocationCtx, attempt: AttemptHandle, frame: Frame): void;
+  onRunProposal(ctx: InvocationCtx, attempt: AttemptHandle, frame: Frame): void;
+  answerLazyState(ctx: InvocationCtx, completionId: number, stateKey: Uint8Array | undefined): Promise<void>;
+  // handover.ts
+  handOver(lk: string, op: WriteBatch, now: Date, from?: InvocationCtx): InvocationCtx | undefined;
+  resumeInbox(lk: string): void;
+  dropCachedStateWith(op: WriteBatch, lk: string): void;
+  applyMutation(op: WriteBatch, m: StateMutationRow): void;
+  // lifecycle/
+  complete(ctx: InvocationCtx, outcome: Outcome, failed?: InvocationUpdate, extra?: Write[]): Promise<boolean>;
+  kill(id: InvocationId): Promise<void>;
+  forgetNotStarted(ctx: InvocationCtx): void;
+  managed(id: InvocationId): Promise<InvocationCtx>;
+  chooseDeployment(
+    id: string,
+    serviceName: string,
+    choice: DeploymentChoice,
+    version: number,
+    what: 'resume' | 'restart',
+  ): string;
+  pauseOnFailure(ctx: InvocationCtx, failure: EngineFailure): void;
+  handleFailure(ctx: InvocationCtx, failure: EngineFailure): void;
+  onSuspension(ctx: InvocationCtx, awaiting: AwaitingTree): Promise<void>;
+  recheckSuspended(ctx: InvocationCtx): Promise<void>;
+  // notifications.ts
+  appendNotification(ctx: InvocationCtx, entry: Omit<JournalEntry, 'index'>, extra: Write[]): Promise<void>;
+  sendCommitted(ctx: InvocationCtx, e: JournalEntry): void;
+  signal(targetId: InvocationId, signal: { idx: number } | { name: string }, result: EngineResult): Promise<void>;
+  // outbox.ts, results.ts, timers.ts
+  deliver(row: OutboxRow): Promise<void>;
+  pollRemoteResults(): void;
+  fireTimer(t: TimerRow): Promise<void>;
+  disarmRetry(ctx: InvocationCtx): Write[];
 }

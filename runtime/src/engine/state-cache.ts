@@ -18,7 +18,7 @@ const MAX_CACHED_BYTES = 64 * 1024;
  * starts without reading its key's state from PostgreSQL (the previous holder just wrote it). Correct only because
  * every write to such a key's state goes through this process's engine while it holds the key's partition:
  *
- * - a committed write is applied here synchronously when its transaction commits (`WriteBatch.onCommitted`), before
+ * - a committed write is applied here as the first reaction to its commit (`PartitionProcessor.onCommitted`), before
  *   anything that could start another attempt of the key runs; a write that failed or whose outcome is unknown drops
  *   the key (`invalidate`);
  * - a read from PostgreSQL fills the cache only if nothing was applied to or dropped from the key while it ran, so a

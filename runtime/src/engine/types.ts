@@ -1,3 +1,5 @@
+import type { ErrorCode } from '../errors/codes.ts';
+import type { SchemaRegistry } from '../schema/registry.ts';
 import type { HandlerSchema, ServiceType } from '../schema/types.ts';
 
 /** One journal entry as kept in memory: the stored protocol payload plus what lookups need. */
@@ -54,3 +56,21 @@ export interface AcceptResult {
 
 /** Which deployment a resumed or restarted invocation is pinned to. */
 export type DeploymentChoice = { kind: 'keep' } | { kind: 'latest' } | { kind: 'id'; id: string };
+
+/** Why an attempt failed, as the engine records it and decides its retry. */
+export interface EngineFailure {
+  /** The failure code as the SDK or protocol names it (500, 570, 571…). */
+  code: number;
+  rtCode: ErrorCode;
+  message: string;
+  /** Delay asked for by whatever stands in front of the deployment (Retry-After on 429/503); the attempt counts. */
+  retryAfterMs?: number | undefined;
+  /** The SDK's next_retry_delay: replaces the invocation retry policy for this failure (see `handleFailure`). */
+  sdkRetryDelayMs?: number | undefined;
+  related?: { index?: number | undefined; name?: string | undefined; type?: number | undefined } | undefined;
+}
+
+/** The deployment and protocol version an attempt pins, or why none can be pinned. */
+export type PinChoice =
+  | { deployment: NonNullable<ReturnType<SchemaRegistry['deployment']>>; protocolVersion: number }
+  | { failure: EngineFailure };

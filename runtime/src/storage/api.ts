@@ -311,10 +311,6 @@ export interface WriteBatch {
    * batch is a barrier, ordered against every other one.
    */
   keys?: string[];
-  /** Runs synchronously when the batch committed, before its promise settles (in commit order). */
-  onCommitted?: () => void;
-  /** Runs when the batch did not commit or its outcome is unknown. */
-  onFailed?: () => void;
 }
 
 export function newWriteBatch(partition?: number, keys?: string[]): WriteBatch {

@@ -91,11 +91,7 @@ export function callCommand(c: CommandContext, cmd: Extract<Command, { kind: 'ca
       if (child !== undefined) {
         // The caller's write failed: the callee was not stored either (the caller is reloaded and calls again).
         const admitted = child.ctx;
-        const beforeFailed = op.onFailed;
-        op.onFailed = () => {
-          beforeFailed?.();
-          p.roles.undoAdmit(admitted);
-        };
+        p.onFailed(op, () => p.roles.undoAdmit(admitted));
       }
       // The entry itself goes first; the invocation-id notification follows it in the same transaction.
       const entry = p.appendEntry(ctx, op, { type: frame.type, raw: frame.payload }, now, journalExtra);

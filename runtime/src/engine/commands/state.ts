@@ -52,8 +52,8 @@ export function stateCommand(
               ? { kind: 'clear', key: Buffer.from(cmd.key) }
               : { kind: 'clearAll' };
         // A dropped invocation's partition was recovered meanwhile (the cache was cleared): never re-apply onto it.
-        op.onCommitted = () => (ctx.poisoned ? p.stateCache.invalidate(lk) : p.stateCache.apply(lk, change));
-        op.onFailed = () => p.stateCache.invalidate(lk);
+        p.onCommitted(op, () => (ctx.poisoned ? p.stateCache.invalidate(lk) : p.stateCache.apply(lk, change)));
+        p.onFailed(op, () => p.stateCache.invalidate(lk));
       }
       break;
     }

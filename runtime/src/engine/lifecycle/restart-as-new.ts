@@ -131,7 +131,7 @@ export async function restartAsNew(
   op.writes.push(...writes);
   for (const { index: _index, ...e } of entries) p.appendEntry(ctx, op, e, now);
   try {
-    await p.deps.storage.submit(op);
+    await p.submit(op);
   } catch (err) {
     p.roles.undoAdmit(ctx);
     if (err instanceof FencingError) throw rerouteIfFenced(err, row.partitionId);

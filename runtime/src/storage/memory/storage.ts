@@ -178,10 +178,8 @@ export class MemoryStorage implements Storage {
       } catch (err) {
         // As the group committer: the writer hears of the failure before anything later commits.
         if (!(err instanceof FencingError && err.unsent)) this.onSuspect?.(batch.partitions, err);
-        batch.onFailed?.();
         throw err;
       }
-      batch.onCommitted?.();
     });
     this.tail = run.catch(() => undefined);
     return run;

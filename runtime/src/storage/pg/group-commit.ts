@@ -359,19 +359,11 @@ const BEGIN: Stmt = { name: 'begin', text: 'BEGIN', values: [] };
 const COMMIT: Stmt = { name: 'commit', text: 'COMMIT', values: [] };
 
 function committed(p: Pending): void {
-  try {
-    p.op.onCommitted?.();
-  } finally {
-    p.resolve();
-  }
+  p.resolve();
 }
 
 function failed(p: Pending, err: unknown): void {
-  try {
-    p.op.onFailed?.();
-  } finally {
-    p.reject(err);
-  }
+  p.reject(err);
 }
 
 /** What the lease guard's error message contains: see `Fencing.guard`. */

@@ -30,8 +30,4 @@ export interface WriteOp {
    * write is a barrier, ordered against every other write.
    */
   keys?: string[];
-  /** Runs synchronously when the write's transaction committed, before its promise settles (in commit order). */
-  onCommitted?: () => void;
-  /** Runs when the write did not commit or its outcome is unknown. */
-  onFailed?: () => void;
 }

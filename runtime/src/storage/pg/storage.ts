@@ -70,8 +70,6 @@ export class PgStorage implements Storage {
     for (let i = 0; i < batch.writes.length; i++) stmts[i] = toStmt(batch.writes[i]!);
     const op: WriteOp = { partitions: batch.partitions, stmts, journal: batch.journal };
     if (batch.keys !== undefined) op.keys = batch.keys;
-    if (batch.onCommitted !== undefined) op.onCommitted = batch.onCommitted;
-    if (batch.onFailed !== undefined) op.onFailed = batch.onFailed;
     return this.committer.submit(op);
   }
 
