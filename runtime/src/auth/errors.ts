@@ -62,6 +62,7 @@ const DESCRIPTIONS: Readonly<Record<Access, string>> = {
   ingress: 'this ingress request (it needs the role full or ingress)',
   'awakeable-completion': 'completing awakeables (it needs the role full, ingress or awakeables)',
   introspection: 'SQL introspection (it needs the role full or admin)',
+  observability: 'the log and trace API (it needs the role full, admin or observability)',
 };
 
 export const AuthErrors = {

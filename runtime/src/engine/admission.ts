@@ -212,10 +212,15 @@ export function admitConfirmed(p: PartitionProcessor, ctx: InvocationCtx): void 
  */
 export function afterAdmit(p: PartitionProcessor, ctx: InvocationCtx, admittedRunnable: boolean): void {
   admitConfirmed(p, ctx);
+  p.observe(ctx, { kind: 'accepted', idempotencyKey: ctx.idempotencyKey });
+  if (ctx.phase.status === 'inboxed') p.observe(ctx, { kind: 'inboxed' });
   if (ctx.phase.status === 'scheduled') {
     const timer = ctx.phase.startTimer;
     ctx.phase.startTimer = undefined;
-    if (timer?.id !== undefined) p.timers.schedule({ ...timer.timer, id: timer.id }, timer.timer.fireAt.getTime());
+    if (timer?.id !== undefined) {
+      p.timers.schedule({ ...timer.timer, id: timer.id }, timer.timer.fireAt.getTime());
+      p.observe(ctx, { kind: 'scheduled', at: timer.timer.fireAt });
+    }
   }
   if (admittedRunnable && ctx.status === 'invoked') void p.roles.startAttempt(ctx);
 }

@@ -60,6 +60,8 @@ export async function startAttempt(p: PartitionProcessor, ctx: InvocationCtx): P
       abortTimeoutMs: settings?.abortTimeoutMs,
     });
     ctx.attemptStarted(attempt, journal.length);
+    p.observe(ctx, { kind: 'started', protocolVersion });
+    if (journal.length > 1) p.observe(ctx, { kind: 'replayed', entries: journal.length });
     const now = new Date();
     const pinUpdate = ctx.pinUnsaved;
     ctx.pinUnsaved = false;

@@ -320,6 +320,8 @@ export function awaitingOn(payload: Uint8Array): AwaitingTree {
 export function error(payload: Uint8Array): {
   code: number;
   message: string;
+  /** The SDK's stack trace of the error ('' when it sent none). */
+  stacktrace: string;
   nextRetryDelayMs: number | undefined;
   behavior: 'retry' | 'pause' | 'fail';
   related: { index?: number | undefined; name?: string | undefined; type?: number | undefined };
@@ -328,6 +330,7 @@ export function error(payload: Uint8Array): {
   return {
     code: m.code,
     message: m.message,
+    stacktrace: m.stacktrace,
     nextRetryDelayMs: m.nextRetryDelay === undefined ? undefined : Number(m.nextRetryDelay),
     behavior: m.behavior === ErrorBehavior.Pause ? 'pause' : m.behavior === ErrorBehavior.Fail ? 'fail' : 'retry',
     related: { index: m.relatedCommandIndex, name: m.relatedCommandName, type: m.relatedCommandType },

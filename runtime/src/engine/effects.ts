@@ -84,6 +84,7 @@ export function onSdkError(p: PartitionProcessor, ctx: InvocationCtx, e: ReturnT
     message: e.message,
     rtCode,
     ...(e.nextRetryDelayMs === undefined ? {} : { sdkRetryDelayMs: e.nextRetryDelayMs }),
+    ...(e.stacktrace === '' ? {} : { stacktrace: e.stacktrace }),
     related: e.related,
   };
   if (e.behavior === 'pause') {

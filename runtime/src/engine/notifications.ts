@@ -77,8 +77,11 @@ export async function appendNotification(
     op.writes.push(invocationWrite.update(ctx.id, { status: 'invoked', awaiting: null }, new Date()));
   }
   await p.commit(ctx, op, () => {
-    if (resume) void p.roles.startAttempt(ctx);
-    else sendCommitted(p, ctx, e);
+    if (cancel) p.observe(ctx, { kind: 'cancelled' });
+    if (resume) {
+      p.observe(ctx, { kind: 'resumed', by: 'notification' });
+      void p.roles.startAttempt(ctx);
+    } else sendCommitted(p, ctx, e);
   });
 }
 

@@ -9,6 +9,7 @@ import * as codec from './codec.ts';
 import { InvocationCtx } from './invocation.ts';
 import { KeyQueue } from './key-queue.ts';
 import { PartitionNotServedError, PartitionUnavailableError } from './management-errors.ts';
+import type { InvocationObserver, LifecycleEvent } from './observer.ts';
 import type { Roles } from './roles.ts';
 import { StateCache } from './state-cache.ts';
 import { TimerQueue } from './timer-queue.ts';
@@ -40,6 +41,8 @@ export interface EngineDeps {
    * dropped and recovered from PostgreSQL (the cluster coordinator does it). Without it nothing is recovered.
    */
   onSuspect?: (partitions: number[]) => void;
+  /** Told of every lifecycle event of an invocation, once it is durable (logs and traces). */
+  observer?: InvocationObserver;
 }
 
 /** Resolved with the completed invocation, or with undefined when it turned out to be gone (purged, expired). */
@@ -176,6 +179,25 @@ export class PartitionProcessor {
       promiseName: extra.promiseName,
     });
     return e;
+  }
+
+  /** Tells the observer of a lifecycle event of `ctx` (after the change it reports is durable). */
+  observe(ctx: InvocationCtx, e: LifecycleEvent): void {
+    const observer = this.deps.observer;
+    if (observer === undefined) return;
+    observer.event(
+      {
+        id: ctx.id,
+        target: ctx.target,
+        service: ctx.serviceName,
+        handler: ctx.handlerName,
+        key: ctx.serviceKey,
+        deploymentId: ctx.deploymentId,
+        attempt: ctx.retryCount,
+        partition: ctx.partitionId,
+      },
+      e,
+    );
   }
 
   /** Statements that touch no in-memory invocation (cleanup of timers and outbox rows of finished work). */

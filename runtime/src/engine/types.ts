@@ -68,6 +68,8 @@ export interface EngineFailure {
   /** The SDK's next_retry_delay: replaces the invocation retry policy for this failure (see `handleFailure`). */
   sdkRetryDelayMs?: number | undefined;
   related?: { index?: number | undefined; name?: string | undefined; type?: number | undefined } | undefined;
+  /** The SDK's stack trace of an error it reported. */
+  stacktrace?: string | undefined;
 }
 
 /** The deployment and protocol version an attempt pins, or why none can be pinned. */

@@ -85,13 +85,13 @@ export const control = {
         waitingNamedSignals: [],
       }),
     ),
-  error: (code: number, message: string, behavior: 'retry' | 'pause' | 'fail' = 'retry'): Frame =>
+  error: (code: number, message: string, behavior: 'retry' | 'pause' | 'fail' = 'retry', stacktrace = ''): Frame =>
     frame(
       MessageType.Error,
       encodeMessage(MessageType.Error, {
         code,
         message,
-        stacktrace: '',
+        stacktrace,
         behavior:
           behavior === 'pause' ? ErrorBehavior.Pause : behavior === 'fail' ? ErrorBehavior.Fail : ErrorBehavior.Retry,
       }),

@@ -1,4 +1,5 @@
 import { pino } from 'pino';
+import type { LifecycleEvent, ObservedInvocation } from '../../../runtime/src/engine/observer.ts';
 import { vi } from 'vitest';
 import { Engine, type EngineOptions } from '../../../runtime/src/engine/engine.ts';
 import type { AcceptRequest } from '../../../runtime/src/engine/types.ts';
@@ -56,6 +57,10 @@ export interface EngineHarness {
   readonly storage: ObservedStorage;
   readonly invoker: ScriptedInvoker;
   readonly registry: StubRegistry;
+  /** Every lifecycle event the engine reported (deps.observer), in order. */
+  events: { inv: ObservedInvocation; e: LifecycleEvent }[];
+  /** The kinds of the events of one invocation, in order. */
+  eventsOf(id: string): string[];
   /** Every partition list the engine reported suspect (deps.onSuspect). */
   readonly suspects: number[][];
   /**
@@ -101,6 +106,7 @@ export async function startEngine(options: HarnessOptions = {}): Promise<EngineH
   const invoker = new ScriptedInvoker();
   const registry = new StubRegistry(options.retryPolicy === undefined ? {} : { retryPolicy: options.retryPolicy });
   const suspects: number[][] = [];
+  const events: { inv: ObservedInvocation; e: LifecycleEvent }[] = [];
   // What the cluster coordinator does with a suspect partition (cluster/coordinator.ts `suspect`): stop writing it at
   // once (nothing submitted after the failure commits), forget it in memory, recover it later from storage.
   const given = new Set<number>();
@@ -122,6 +128,7 @@ export async function startEngine(options: HarnessOptions = {}): Promise<EngineH
       invoker,
       logger: pino({ level: 'silent' }),
       metrics: createMetrics(),
+      observer: { event: (inv, e) => events.push({ inv, e }) },
       onSuspect: (partitions) => {
         suspects.push(partitions);
         if (options.coordinator !== false) suspect(partitions);
@@ -136,6 +143,8 @@ export async function startEngine(options: HarnessOptions = {}): Promise<EngineH
     invoker,
     registry,
     suspects,
+    events,
+    eventsOf: (id) => events.filter((x) => x.inv.id === id).map((x) => x.e.kind),
     async recoverSuspects() {
       const partitions = [...given];
       given.clear();

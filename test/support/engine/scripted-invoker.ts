@@ -91,8 +91,8 @@ export class ScriptedAttempt implements AttemptHandle {
   }
 
   /** Terminal: the SDK reports an error (ErrorMessage). */
-  error(code: number, message: string, behavior: 'retry' | 'pause' | 'fail' = 'retry'): this {
-    return this.terminate({ kind: 'error', frame: control.error(code, message, behavior) });
+  error(code: number, message: string, behavior: 'retry' | 'pause' | 'fail' = 'retry', stacktrace = ''): this {
+    return this.terminate({ kind: 'error', frame: control.error(code, message, behavior, stacktrace) });
   }
 
   /** Terminal: the attempt failed without a terminal message (transport error, timeout…). */

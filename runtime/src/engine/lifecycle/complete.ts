@@ -70,6 +70,12 @@ export function complete(
   };
   return p.commit(ctx, op, () => {
     p.deps.metrics.invocationsCompleted.inc({ result: outcome.kind });
+    p.observe(
+      ctx,
+      outcome.kind === 'success'
+        ? { kind: 'completed', outcome: 'success', code: undefined, message: undefined }
+        : { kind: 'completed', outcome: 'failure', code: outcome.failure.code, message: outcome.failure.message },
+    );
     // (A scan of every scheduled timer: skipped when this invocation never had one.)
     if (ctx.mayHaveTimers) p.timers.removeWhere((t) => t.invocationId === ctx.id);
     if (p.active.get(ctx.id) === ctx) p.active.delete(ctx.id);

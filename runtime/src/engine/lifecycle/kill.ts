@@ -25,6 +25,7 @@ export async function kill(p: PartitionProcessor, id: InvocationId): Promise<voi
   if (!(await p.roles.complete(ctx, { kind: 'failure', failure: { code: 409, message: 'killed' } }, {}, remote))) {
     throw new PartitionUnavailableError(id);
   }
+  p.observe(ctx, { kind: 'killed' });
   for (const w of remote) for (const r of outboxRowsOf(w)) void p.roles.deliver(r);
   for (const childId of children) {
     if (p.served.has(p.partitionOf(InvocationId.partitionKey(childId)))) kill(p, childId).catch(() => undefined);

@@ -22,18 +22,23 @@ export async function pause(p: PartitionProcessor, id: InvocationId): Promise<'p
   ]);
   await p.settled(ctx);
   if (ctx.poisoned) throw p.unavailable(id, ctx.partitionId);
+  p.observe(ctx, { kind: 'paused', by: 'admin', code: undefined, message: undefined });
   return 'paused';
 }
 
 export function pauseOnFailure(p: PartitionProcessor, ctx: InvocationCtx, failure: EngineFailure): void {
   ctx.attempt?.abort();
   ctx.toPaused();
-  p.write(ctx, [
-    ...p.roles.disarmRetry(ctx),
-    invocationWrite.update(
-      ctx.id,
-      { ...failureColumns(ctx, failure), status: 'paused', nextRetryAt: null },
-      new Date(),
-    ),
-  ]);
+  p.write(
+    ctx,
+    [
+      ...p.roles.disarmRetry(ctx),
+      invocationWrite.update(
+        ctx.id,
+        { ...failureColumns(ctx, failure), status: 'paused', nextRetryAt: null },
+        new Date(),
+      ),
+    ],
+    () => p.observe(ctx, { kind: 'paused', by: 'failure', code: failure.rtCode, message: failure.message }),
+  );
 }

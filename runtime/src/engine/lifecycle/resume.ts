@@ -43,5 +43,6 @@ export async function resume(
   if (writes.length > 0) p.write(ctx, writes);
   await p.settled(ctx);
   if (ctx.poisoned) throw p.unavailable(id, ctx.partitionId);
+  p.observe(ctx, { kind: 'resumed', by: 'admin' });
   void p.roles.startAttempt(ctx);
 }

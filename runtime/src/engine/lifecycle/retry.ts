@@ -1,4 +1,3 @@
-import { LOG_FIELDS } from '../../telemetry/logger.ts';
 import { decideRetry, type RetryDecision } from '../../invoker/retry-policy.ts';
 import { type InvocationCtx } from '../invocation.ts';
 import { type PartitionProcessor, type EngineFailure } from '../processor.ts';
@@ -21,10 +20,6 @@ export function handleFailure(p: PartitionProcessor, ctx: InvocationCtx, failure
     ctx.policyAttempts += 1;
     decision = decideRetry(policy, ctx.policyAttempts, failure.retryAfterMs);
   }
-  p.log.warn(
-    { [LOG_FIELDS.invocationId]: ctx.id, code: failure.rtCode, attempt: ctx.retryCount, err: failure.message },
-    `[${failure.rtCode}] invocation attempt failed`,
-  );
   if (decision.kind === 'exhausted') {
     if (decision.onMaxAttempts === 'Kill') {
       // Like restate-server: the invocation fails with the error of its last attempt, which the row records too.
@@ -53,7 +48,16 @@ export function handleFailure(p: PartitionProcessor, ctx: InvocationCtx, failure
   p.write(
     ctx,
     [invocationWrite.update(ctx.id, { ...failureColumns(ctx, failure), nextRetryAt: fireAt }, now), timer],
-    () => p.timers.schedule({ ...t, id: timer.id! }, fireAt.getTime()),
+    () => {
+      p.timers.schedule({ ...t, id: timer.id! }, fireAt.getTime());
+      p.observe(ctx, {
+        kind: 'retrying',
+        code: failure.rtCode,
+        message: failure.message,
+        stacktrace: failure.stacktrace,
+        delayMs: decision.delayMs,
+      });
+    },
   );
 }
 

@@ -22,9 +22,11 @@ export async function onSuspension(
     return;
   }
   ctx.toSuspended(awaiting);
-  p.write(ctx, [
-    invocationWrite.update(ctx.id, { status: 'suspended', awaiting, journalLength: ctx.journal!.length }, new Date()),
-  ]);
+  p.write(
+    ctx,
+    [invocationWrite.update(ctx.id, { status: 'suspended', awaiting, journalLength: ctx.journal!.length }, new Date())],
+    () => p.observe(ctx, { kind: 'suspended' }),
+  );
 }
 
 export async function recheckSuspended(p: PartitionProcessor, ctx: InvocationCtx): Promise<void> {
@@ -40,6 +42,8 @@ export async function recheckSuspended(p: PartitionProcessor, ctx: InvocationCtx
 
 export function resumeSuspended(p: PartitionProcessor, ctx: InvocationCtx): void {
   ctx.toInvoked();
-  p.write(ctx, [invocationWrite.update(ctx.id, { status: 'invoked', awaiting: null }, new Date())]);
+  p.write(ctx, [invocationWrite.update(ctx.id, { status: 'invoked', awaiting: null }, new Date())], () =>
+    p.observe(ctx, { kind: 'resumed', by: 'notification' }),
+  );
   void p.roles.startAttempt(ctx);
 }

@@ -7,6 +7,8 @@ export interface PoolOptions {
   url: string;
   max: number;
   applicationName: string;
+  /** PostgreSQL's statement_timeout for every statement on these connections (none by default). */
+  statementTimeoutMs?: number;
 }
 
 export function createPool(options: PoolOptions): pg.Pool {
@@ -18,6 +20,7 @@ export function createPool(options: PoolOptions): pg.Pool {
     idleTimeoutMillis: 30_000,
     // A database host that drops packets must fail startup and requests, not hang them.
     connectionTimeoutMillis: 10_000,
+    ...(options.statementTimeoutMs === undefined ? {} : { statement_timeout: options.statementTimeoutMs }),
   });
   pool.on('error', () => {
     // Errors on idle clients surface again on the next checkout; nothing to do here.

@@ -1,0 +1,118 @@
+import type { Logger } from 'pino';
+import type { InvocationObserver, LifecycleEvent, ObservedInvocation } from '../engine/observer.ts';
+import { LOG_FIELDS } from '../telemetry/logger.ts';
+
+/**
+ * Lifecycle events of invocations as log lines, with the names Restate logs them with (`restate.invocation.id`,
+ * `restate.invocation.target`, `rpc.service`, `rpc.method`, `restate.deployment.id`, `restate.error.code`) and the
+ * specification's `service.invocation.id`. Routine events are `debug` (the log store keeps them; stdout shows them
+ * at RATCHET_LOG_LEVEL=debug), what needs a look — a retry, a pause, a kill — `info` or `warn`.
+ */
+export class InvocationLog implements InvocationObserver {
+  private readonly log: Logger;
+
+  constructor(logger: Logger) {
+    this.log = logger.child({ component: 'invocation' });
+  }
+
+  event(inv: ObservedInvocation, e: LifecycleEvent): void {
+    const level = levelOf(e);
+    if (!this.log.isLevelEnabled(level)) return;
+    const fields: Record<string, unknown> = {
+      [LOG_FIELDS.invocationId]: inv.id,
+      'restate.invocation.id': inv.id,
+      'restate.invocation.target': inv.target,
+      [LOG_FIELDS.serviceName]: inv.service,
+      'rpc.method': inv.handler,
+      'restate.invocation.attempt': inv.attempt,
+      'restate.partition.id': inv.partition,
+      'restate.invocation.event': e.kind,
+    };
+    if (inv.deploymentId !== null) fields['restate.deployment.id'] = inv.deploymentId;
+    let message: string;
+    switch (e.kind) {
+      case 'accepted':
+        if (e.idempotencyKey !== null) fields['restate.idempotency.key'] = e.idempotencyKey;
+        message = 'invocation accepted';
+        break;
+      case 'scheduled':
+        fields['restate.invocation.execution_time'] = e.at.toISOString();
+        message = `invocation scheduled for ${e.at.toISOString()}`;
+        break;
+      case 'inboxed':
+        message = 'invocation inboxed: its key is busy';
+        break;
+      case 'started':
+        fields['restate.deployment.service_protocol_version'] = e.protocolVersion;
+        message = `invocation attempt ${inv.attempt} started`;
+        break;
+      case 'replayed':
+        fields['restate.journal.length'] = e.entries;
+        message = `journal replayed: ${e.entries} entries`;
+        break;
+      case 'suspended':
+        message = 'invocation suspended';
+        break;
+      case 'resumed':
+        message = e.by === 'admin' ? 'invocation resumed by the admin API' : 'invocation resumed';
+        break;
+      case 'retrying':
+        fields['restate.error.code'] = e.code;
+        fields[LOG_FIELDS.errorCode] = e.code;
+        fields['restate.invocation.error.message'] = e.message;
+        if (e.stacktrace !== undefined) fields['restate.invocation.error.stacktrace'] = e.stacktrace;
+        fields['restate.invocation.retry_delay_ms'] = e.delayMs;
+        message = `[${e.code}] invocation attempt failed; retrying in ${e.delayMs} ms: ${e.message}`;
+        break;
+      case 'paused':
+        if (e.code !== undefined) fields['restate.error.code'] = e.code;
+        if (e.message !== undefined) fields['restate.invocation.error.message'] = e.message;
+        message =
+          e.by === 'admin'
+            ? 'invocation paused by the admin API'
+            : `[${e.code}] invocation paused after a failure: ${e.message}`;
+        break;
+      case 'cancelled':
+        message = 'invocation cancelled';
+        break;
+      case 'killed':
+        message = 'invocation killed';
+        break;
+      case 'completed':
+        fields['restate.invocation.result'] = e.outcome;
+        if (e.code !== undefined) fields['restate.invocation.error.code'] = e.code;
+        if (e.message !== undefined) fields['restate.invocation.error.message'] = e.message;
+        message =
+          e.outcome === 'success' ? 'invocation completed' : `invocation completed with a failure: ${e.message}`;
+        break;
+      case 'restarted-as-new':
+        fields['restate.invocation.restart_as_new.new_invocation_id'] = e.newId;
+        message = `invocation restarted as ${e.newId}`;
+        break;
+    }
+    this.log[level](fields, message);
+  }
+}
+
+function levelOf(e: LifecycleEvent): 'debug' | 'info' | 'warn' {
+  switch (e.kind) {
+    case 'retrying':
+      return 'warn';
+    case 'paused':
+      return e.by === 'admin' ? 'info' : 'warn';
+    case 'cancelled':
+    case 'killed':
+    case 'restarted-as-new':
+      return 'info';
+    case 'completed':
+      return e.outcome === 'success' ? 'debug' : 'info';
+    case 'accepted':
+    case 'scheduled':
+    case 'inboxed':
+    case 'started':
+    case 'replayed':
+    case 'suspended':
+    case 'resumed':
+      return 'debug';
+  }
+}
