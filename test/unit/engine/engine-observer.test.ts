@@ -1,6 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { InvocationId } from '../../../runtime/src/ids/invocation-id.ts';
-import { InvokerError } from '../../../runtime/src/invoker/invoker-error.ts';
 import { commands } from '../../support/engine/frames.ts';
 import { startEngine, until, type EngineHarness, type HarnessOptions } from '../../support/engine/harness.ts';
 
