@@ -18,7 +18,8 @@ const HTTP = {
   paths: [
     {
       name: 'fastify',
-      message: 'Only the listeners (ingress, admin, introspection, probes) and cluster/forward.ts import fastify.',
+      message:
+        'Only the listeners (ingress, admin, introspection, observability/listener, probes) and cluster/forward.ts import fastify.',
     },
   ],
   patterns: [{ group: ['@fastify/*'], message: 'Only the listeners import fastify and its plugins.' }],
@@ -103,6 +104,7 @@ export default defineConfig([
       'runtime/src/admin/**/*.ts',
       'runtime/src/probes/**/*.ts',
       'runtime/src/listeners/**/*.ts',
+      'runtime/src/observability/listener/**/*.ts',
     ],
     rules: { 'no-restricted-imports': forbid(POSTGRES) },
   },

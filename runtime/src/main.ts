@@ -5,6 +5,7 @@ import { DataDirLockedError } from './errors/config-errors.ts';
 import { RatchetError } from './errors/errors.ts';
 import { createNode, type RuntimeHandle } from './runtime.ts';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from './storage/pg/embedded.ts';
+import { LogCapture } from './observability/log-capture.ts';
 import { createLogger, type Logger } from './telemetry/logger.ts';
 
 /** How long the runtime may take to drain on SIGINT/SIGTERM before PostgreSQL is stopped under it. */
@@ -19,7 +20,11 @@ async function main(): Promise<void> {
     fatal(createLogger({ level: 'info' }), err);
     return;
   }
-  const logger = createLogger(config.log);
+  // Every line also goes to the cluster's log store (the observability API on 3100), at its own level.
+  const logCapture = new LogCapture();
+  const logger = createLogger(config.log, {
+    capture: { stream: logCapture, level: config.observability.logLevel },
+  });
   for (const w of config.warnings) logger.warn(w);
 
   let lock: (() => Promise<void>) | undefined;
@@ -44,7 +49,12 @@ async function main(): Promise<void> {
       databaseUrl = embedded.url;
     }
     if (stopping) return; // a signal came while PostgreSQL started: stop() takes it down again
-    runtime = await createNode(config, { databaseUrl, logger, onFatal: (reason) => void stop(reason, 1) });
+    runtime = await createNode(config, {
+      databaseUrl,
+      logger,
+      logCapture,
+      onFatal: (reason) => void stop(reason, 1),
+    });
   };
 
   // A signal during startup waits for it, then stops whatever came up, so a Ctrl-C while PostgreSQL initialises leaves

@@ -32,6 +32,10 @@ import { PgSchemaStore } from './storage/pg/tables/schema.ts';
 import { migrate } from './storage/pg/migrate.ts';
 import { connectClient, createPool, type Pool } from './storage/pg/pool.ts';
 import { createMetrics } from './telemetry/metrics.ts';
+import { InvocationLog } from './observability/invocation-log.ts';
+import type { LogCapture } from './observability/log-capture.ts';
+import { ObservabilityWriter } from './observability/writer.ts';
+import { PgObservabilityStore } from './storage/pg/observability/store.ts';
 
 export const RATCHET_VERSION = (
   JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
@@ -61,6 +65,8 @@ export interface NodeOverrides {
   logger: Logger;
   /** The runtime stopped itself and the process should end (another process registered with its node name). */
   onFatal?: (reason: string) => void;
+  /** The logger's second destination (see createLogger): attached to the node's log store once it is up. */
+  logCapture?: LogCapture;
 }
 
 /** The schema side of a node: the registry over the schema tables (loaded) and what changes them. */
@@ -133,6 +139,30 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
       client.release();
     }
 
+    // The log and trace store: this node's lines and spans go there in batches, off the invocation path.
+    const observabilityStore = new PgObservabilityStore(
+      {
+        databaseUrl,
+        retentionMs: config.observability.retentionMs,
+        maxBytes: config.observability.maxSizeBytes,
+        queryTimeoutMs: config.observability.queryTimeoutMs,
+        retentionIntervalMs: 10 * 60_000,
+      },
+      logger.child({ component: 'observability' }),
+    );
+    cleanups.push(() => observabilityStore.close());
+    const observabilityWriter = new ObservabilityWriter(
+      observabilityStore,
+      logger.child({ component: 'observability' }),
+    );
+    // Closed after the listeners and the engine (cleanups run in reverse): their last lines are written too.
+    cleanups.push(async () => {
+      overrides.logCapture?.detach();
+      await observabilityWriter.close();
+    });
+    overrides.logCapture?.attach(observabilityWriter, { node: config.nodeName, cluster: config.clusterName });
+    observabilityStore.startRetention();
+
     // Views first: the role's grants cover what exists when they are made.
     await ensureIntrospectionViews(pool, logger);
     const introspection = await ensureIntrospectionAccess(pool, databaseUrl, logger);
@@ -204,6 +234,7 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
         logger,
         metrics,
         onSuspect: (p) => cluster?.suspect(p),
+        observer: new InvocationLog(logger),
       },
     );
     cleanups.push(() => engine.stop());

@@ -28,6 +28,18 @@ export interface ListenerConfig {
   readonly bind: BindAddress;
 }
 
+/** The observability listener (3100) and the log and trace store behind it; see `observability/README.md`. */
+export interface ObservabilityConfig extends ListenerConfig {
+  /** Logs and spans older than this are dropped (in six-hour partitions). */
+  readonly retentionMs: number;
+  /** Each of the two tables (log lines, spans) is kept under this size on disk, give or take a partition. */
+  readonly maxSizeBytes: number;
+  /** Lines at this level or above go to the store, whatever stdout's level; `silent` stores no logs. */
+  readonly logLevel: LogLevel;
+  /** A query on 3100 running longer is cancelled. */
+  readonly queryTimeoutMs: number;
+}
+
 /** The PostgreSQL wire-protocol listener (9071); see `introspection/pgwire/README.md`. */
 export interface IntrospectionConfig extends ListenerConfig {
   /** What SQL clients log in with (user = cluster name); undefined = no password (dev mode on loopback). */
@@ -144,7 +156,7 @@ export interface Config {
   readonly ingress: ListenerConfig;
   readonly admin: ListenerConfig;
   readonly introspection: IntrospectionConfig;
-  readonly observability: ListenerConfig;
+  readonly observability: ObservabilityConfig;
   readonly metrics: ListenerConfig;
   readonly log: LogConfig;
   readonly invoker: InvokerConfig;
@@ -172,6 +184,10 @@ export const SETTINGS = {
   RATCHET_ADMIN_BIND: 'admin.bind',
   RATCHET_INTROSPECTION_BIND: 'introspection.bind',
   RATCHET_OBSERVABILITY_BIND: 'observability.bind',
+  RATCHET_OBSERVABILITY_RETENTION: 'observability.retention',
+  RATCHET_OBSERVABILITY_MAX_SIZE: 'observability.max-size',
+  RATCHET_OBSERVABILITY_LOG_LEVEL: 'observability.log-level',
+  RATCHET_OBSERVABILITY_QUERY_TIMEOUT: 'observability.query-timeout',
   RATCHET_METRICS_BIND: 'metrics.bind',
   RATCHET_LOG_LEVEL: 'log.level',
   RATCHET_LOG_FORMAT: 'log.format',
@@ -680,7 +696,14 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
       maxSessions: read.integer('RATCHET_INTROSPECTION_MAX_SESSIONS', 32, { min: 1, max: 10_000 }),
       rowLimit: read.integer('RATCHET_INTROSPECTION_ROW_LIMIT', 10_000, { min: 1, max: 10_000_000 }),
     },
-    observability: { bind: read.bind('RATCHET_OBSERVABILITY_BIND', { host: '127.0.0.1', port: 3100 }) },
+    observability: {
+      bind: read.bind('RATCHET_OBSERVABILITY_BIND', { host: '127.0.0.1', port: 3100 }),
+      retentionMs: read.duration('RATCHET_OBSERVABILITY_RETENTION', '7d', { min: 60_000, max: MAX_SAFE_MS }),
+      maxSizeBytes: read.size('RATCHET_OBSERVABILITY_MAX_SIZE', '10 GiB', { min: 1024 * 1024, max: 2 ** 50 }),
+      logLevel: read.oneOf('RATCHET_OBSERVABILITY_LOG_LEVEL', LOG_LEVELS, 'debug'),
+      // PostgreSQL's statement_timeout is an int of milliseconds.
+      queryTimeoutMs: read.duration('RATCHET_OBSERVABILITY_QUERY_TIMEOUT', '30s', { min: 1, max: 2 ** 31 - 1 }),
+    },
     metrics: { bind: read.bind('RATCHET_METRICS_BIND', { host: '127.0.0.1', port: 5122 }) },
     log: {
       level: read.oneOf('RATCHET_LOG_LEVEL', LOG_LEVELS, 'info'),

@@ -24,7 +24,16 @@ export interface CreateLoggerOptions {
   destination?: DestinationStream;
   /** Fields on every line, besides `pid`, `hostname` and `time`; e.g. the node name. */
   base?: Record<string, unknown>;
+  /**
+   * A second destination (the observability log store) with a level of its own: lines at `level` or above go there,
+   * whether or not the destination's level lets them through to stdout.
+   */
+  capture?: { stream: DestinationStream; level: Level };
 }
+
+export type Level = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
+
+const LEVEL_ORDER: readonly Level[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
 
 /**
  * The process's one root logger: JSON lines, `level` as a label (`"info"`, not `30`), ISO time. Every part of the
@@ -32,8 +41,13 @@ export interface CreateLoggerOptions {
  * tests use.
  */
 export function createLogger(config: Pick<LogConfig, 'level'>, options: CreateLoggerOptions = {}): Logger {
+  const capture = options.capture;
+  const level =
+    capture === undefined || capture.level === 'silent'
+      ? config.level
+      : LEVEL_ORDER[Math.min(LEVEL_ORDER.indexOf(config.level as Level), LEVEL_ORDER.indexOf(capture.level))]!;
   const loggerOptions = {
-    level: config.level,
+    level,
     // `base` replaces pino's defaults, so they are repeated here.
     base: { pid: process.pid, hostname: hostname(), ...options.base },
     timestamp: pino.stdTimeFunctions.isoTime,
@@ -41,5 +55,12 @@ export function createLogger(config: Pick<LogConfig, 'level'>, options: CreateLo
       level: (label: string) => ({ level: label }),
     },
   };
+  if (capture !== undefined && capture.level !== 'silent') {
+    const streams: pino.StreamEntry[] = [{ stream: capture.stream, level: capture.level }];
+    if (config.level !== 'silent') {
+      streams.push({ stream: options.destination ?? pino.destination(1), level: config.level as pino.Level });
+    }
+    return pino(loggerOptions, pino.multistream(streams));
+  }
   return options.destination === undefined ? pino(loggerOptions) : pino(loggerOptions, options.destination);
 }

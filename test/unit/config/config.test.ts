@@ -44,7 +44,13 @@ describe('loadConfig defaults', () => {
       ingress: { bind: { host: '127.0.0.1', port: 8080 } },
       admin: { bind: { host: '127.0.0.1', port: 9070 } },
       introspection: { bind: { host: '127.0.0.1', port: 9071 } },
-      observability: { bind: { host: '127.0.0.1', port: 3100 } },
+      observability: {
+        bind: { host: '127.0.0.1', port: 3100 },
+        retentionMs: 7 * 86_400_000,
+        maxSizeBytes: 10 * 1024 ** 3,
+        logLevel: 'debug',
+        queryTimeoutMs: 30_000,
+      },
       metrics: { bind: { host: '127.0.0.1', port: 5122 } },
       log: { level: 'info', format: 'json' },
       invoker: {

@@ -1,0 +1,145 @@
+import * as restate from '@restatedev/restate-sdk';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
+import { registerEndpoint } from '../../support/registration.ts';
+import { startRuntimeProcess, type RuntimeProcess } from '../../support/runtime-process.ts';
+import { startEndpoint, type SdkEndpoint } from '../../support/sdk-endpoint.ts';
+import { waitFor } from '../../support/wait.ts';
+
+/**
+ * A runtime process stores the lifecycle lines of every invocation in the cluster's log store, in Restate's JSON log
+ * format and with its stream labels — also across a SIGKILL of the runtime: the lines written before the crash stay,
+ * the invocation's later lines follow from the restarted runtime, and nothing is stored twice.
+ */
+let failures = 0;
+const flaky = restate.service({
+  name: 'Flaky',
+  handlers: {
+    run: async (ctx: restate.Context, sleepMs: number) => {
+      await ctx.run('first', () => 1);
+      if (failures++ === 0) throw new Error('first attempt fails');
+      await ctx.sleep(sleepMs);
+      return 'done';
+    },
+  },
+});
+
+interface StoredLine {
+  line: string;
+  labels: Record<string, string>;
+}
+
+describe('invocation logs in the log store', () => {
+  let db: TestDatabase;
+  let endpoint: SdkEndpoint;
+  let runtime: RuntimeProcess | undefined;
+  let client: pg.Client;
+  // An idle stream is closed after 200 ms, so that the handler suspends on its sleep.
+  const env = {
+    RATCHET_NODE_NAME: 'obs-node',
+    RATCHET_RETRY_INITIAL_INTERVAL: '50ms',
+    RATCHET_CLUSTER_NAME: 'obs',
+    RATCHET_INVOKER_INACTIVITY_TIMEOUT: '200ms',
+  };
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    endpoint = await startEndpoint({ services: [flaky], transport: 'h2' });
+    runtime = await startRuntimeProcess({ databaseUrl: db.url, env });
+    await registerEndpoint(runtime, endpoint);
+    client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+  });
+
+  afterAll(async () => {
+    await client?.end();
+    await runtime?.stop();
+    await endpoint?.close();
+    await db?.drop();
+  });
+
+  async function linesOf(id: string): Promise<StoredLine[]> {
+    const { rows } = await client.query<StoredLine>(
+      `SELECT l.line, s.labels FROM ratchet.log_line l JOIN ratchet.log_stream s ON s.id = l.stream_id
+       WHERE l.invocation_id = $1 ORDER BY l.ts_ns, l.seq`,
+      [id],
+    );
+    return rows;
+  }
+  const events = (lines: StoredLine[]): string[] =>
+    lines.map((l) => (JSON.parse(l.line) as { fields: Record<string, string> }).fields['restate.invocation.event']!);
+
+  it('stores accepted, started, retrying with the error and its stack, suspended, resumed and completed', async () => {
+    const res = await fetch(`${runtime!.ingressUrl}/Flaky/run/send`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '1000',
+    });
+    const { invocationId: id } = (await res.json()) as { invocationId: string };
+    await waitFor(async () => expect(events(await linesOf(id))).toContain('completed'), 15_000);
+    const lines = await linesOf(id);
+    expect(events(lines)).toEqual([
+      'accepted',
+      'started',
+      'retrying',
+      'started',
+      'replayed',
+      'suspended',
+      'resumed',
+      'started',
+      'replayed',
+      'completed',
+    ]);
+    const retry = JSON.parse(lines[2]!.line) as { level: string; target: string; fields: Record<string, unknown> };
+    expect(retry).toMatchObject({
+      level: 'WARN',
+      target: 'invocation',
+      fields: {
+        'restate.invocation.id': id,
+        'service.invocation.id': id,
+        'restate.invocation.target': 'Flaky/run',
+        'rpc.service': 'Flaky',
+        'rpc.method': 'run',
+        'restate.error.code': 'RT0007',
+        'restate.invocation.error.message': expect.stringContaining('first attempt fails') as string,
+        'restate.invocation.error.stacktrace': expect.stringContaining('Error: first attempt fails') as string,
+      },
+    });
+    expect(retry.fields['restate.deployment.id']).toMatch(/^dp_/);
+    expect(lines[0]!.labels).toEqual({
+      service_name: 'Flaky',
+      level: 'debug',
+      component: 'invocation',
+      node: 'obs-node',
+      cluster: 'obs',
+    });
+    // The runtime's own lines are there too, under service_name "ratchet".
+    const own = await client.query<{ n: string }>(
+      `SELECT count(*)::text AS n FROM ratchet.log_line l JOIN ratchet.log_stream s ON s.id = l.stream_id
+       WHERE s.labels->>'service_name' = 'ratchet' AND l.line LIKE '%Ratchet is ready%'`,
+    );
+    expect(Number(own.rows[0]!.n)).toBe(1);
+  }, 30_000);
+
+  it('keeps the lines written before a SIGKILL, adds those of the restarted runtime, and stores none twice', async () => {
+    failures = 1; // no failing attempt this time
+    const res = await fetch(`${runtime!.ingressUrl}/Flaky/run/send`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '4000',
+    });
+    const { invocationId: id } = (await res.json()) as { invocationId: string };
+    // Suspended on its sleep, and the writer has flushed that line: the worst moment to crash is any moment now.
+    await waitFor(async () => expect(events(await linesOf(id))).toContain('suspended'), 10_000);
+    const ports = runtime!.ports;
+    await runtime!.kill('SIGKILL');
+    runtime = await startRuntimeProcess({ databaseUrl: db.url, env, ports });
+    await waitFor(async () => expect(events(await linesOf(id))).toContain('completed'), 20_000);
+    const got = events(await linesOf(id));
+    expect(got.slice(0, 3)).toEqual(['accepted', 'started', 'suspended']);
+    expect(got.filter((e) => e === 'accepted')).toHaveLength(1);
+    expect(got.filter((e) => e === 'completed')).toHaveLength(1);
+    expect(got.at(-1)).toBe('completed');
+  }, 45_000);
+});
