@@ -45,7 +45,7 @@ export function createLogger(config: Pick<LogConfig, 'level'>, options: CreateLo
   const level =
     capture === undefined || capture.level === 'silent'
       ? config.level
-      : LEVEL_ORDER[Math.min(LEVEL_ORDER.indexOf(config.level as Level), LEVEL_ORDER.indexOf(capture.level))]!;
+      : LEVEL_ORDER[Math.min(LEVEL_ORDER.indexOf(config.level), LEVEL_ORDER.indexOf(capture.level))]!;
   const loggerOptions = {
     level,
     // `base` replaces pino's defaults, so they are repeated here.
@@ -58,7 +58,7 @@ export function createLogger(config: Pick<LogConfig, 'level'>, options: CreateLo
   if (capture !== undefined && capture.level !== 'silent') {
     const streams: pino.StreamEntry[] = [{ stream: capture.stream, level: capture.level }];
     if (config.level !== 'silent') {
-      streams.push({ stream: options.destination ?? pino.destination(1), level: config.level as pino.Level });
+      streams.push({ stream: options.destination ?? pino.destination(1), level: config.level });
     }
     return pino(loggerOptions, pino.multistream(streams));
   }

@@ -1,4 +1,4 @@
-import { pino } from 'pino';
+import { type pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { LogCapture } from '../../../runtime/src/observability/log-capture.ts';
 import { InvocationLog } from '../../../runtime/src/observability/invocation-log.ts';
