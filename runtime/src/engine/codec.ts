@@ -97,6 +97,19 @@ export function notificationResult(raw: Uint8Array): NotificationResult {
   return decodeNotification(raw).result;
 }
 
+/** What a call and a one-way call share: the target, its input and headers, and the id notification's index. */
+interface CallTarget {
+  service: string;
+  handler: string;
+  parameter: Uint8Array;
+  headers: [string, string][];
+  key: string;
+  idempotencyKey: string | undefined;
+  invocationIdCompletionId: number;
+  scope: string | undefined;
+  limitKey: string | undefined;
+}
+
 export type Command =
   | { kind: 'input' }
   | { kind: 'output'; outcome: Outcome }
@@ -108,32 +121,8 @@ export type Command =
   | { kind: 'getLazyState'; key: Uint8Array; completionId: number }
   | { kind: 'getLazyStateKeys'; completionId: number }
   | { kind: 'sleep'; wakeUpTime: bigint; completionId: number }
-  | {
-      kind: 'call';
-      service: string;
-      handler: string;
-      parameter: Uint8Array;
-      headers: [string, string][];
-      key: string;
-      idempotencyKey: string | undefined;
-      invocationIdCompletionId: number;
-      resultCompletionId: number;
-      scope: string | undefined;
-      limitKey: string | undefined;
-    }
-  | {
-      kind: 'oneWayCall';
-      service: string;
-      handler: string;
-      parameter: Uint8Array;
-      headers: [string, string][];
-      key: string;
-      idempotencyKey: string | undefined;
-      invocationIdCompletionId: number;
-      invokeTime: bigint;
-      scope: string | undefined;
-      limitKey: string | undefined;
-    }
+  | ({ kind: 'call'; resultCompletionId: number } & CallTarget)
+  | ({ kind: 'oneWayCall'; invokeTime: bigint } & CallTarget)
   | { kind: 'run' }
   | {
       kind: 'sendSignal';
@@ -160,8 +149,7 @@ function outcomeOf(r: { kind: 'value'; value: Uint8Array } | { kind: 'failure'; 
     : { kind: 'failure', failure: fromWireFailure(r.failure) };
 }
 
-/** What a call and a one-way call share: the target, its input and headers, and the id notification's index. */
-function callTarget(m: CallCommandMessage | OneWayCallCommandMessage) {
+function callTarget(m: CallCommandMessage | OneWayCallCommandMessage): CallTarget {
   return {
     service: m.serviceName,
     handler: m.handlerName,

@@ -1,4 +1,4 @@
-import { RatchetError } from '../errors/errors.ts';
+import { RatchetError, RequestedNotFoundError } from '../errors/errors.ts';
 
 /*
  * Refusals of the invocation-management operations (admin API), with restate-server 1.7.12's statuses and messages.
@@ -9,10 +9,9 @@ abstract class ManagementError extends RatchetError {
   readonly code = undefined;
 }
 
-export class InvocationNotFoundError extends ManagementError {
-  readonly status = 404;
+export class InvocationNotFoundError extends RequestedNotFoundError {
   constructor(id: string) {
-    super(`The requested invocation '${id}' does not exist`);
+    super(`invocation '${id}'`);
   }
 }
 

@@ -31,6 +31,12 @@ export interface TableDef {
 /** Partition keys are u64, stored as i64 (two's complement): shown as the unsigned value. */
 const u64 = (expr: string): string => `ratchet_sql.u64(${expr})`;
 const PK: Pick<ColumnDef, 'type' | 'pg'> = { type: 'UInt64', pg: 'numeric' };
+/** The `partition_key` column of a view, read from the same column of `alias`. */
+const partitionKey = (alias: string): ColumnDef => ({
+  name: 'partition_key',
+  ...PK,
+  sql: u64(`${alias}.partition_key`),
+});
 
 /** `"Command: Sleep"` etc. for a journal entry type id (the names restate-server shows). */
 export function entryTypeNameSql(expr: string): string {
@@ -70,6 +76,14 @@ const serviceTy = (expr: string): string =>
 
 const msToInterval = (expr: string): string => `(${expr} * interval '1 millisecond')`;
 
+/** A failure as restate shows it, `[code] message`, from the `failure_code` and `failure_message` of `alias`. */
+const failureText = (alias: string): string => `'[' || ${alias}.failure_code || '] ' || ${alias}.failure_message`;
+
+/** What a suspended invocation (`i`) waits for: the ids in one list of its `awaiting` JSON. */
+const awaitedIds = (list: 'completions' | 'signals'): string =>
+  `CASE WHEN i.status = 'suspended' AND jsonb_typeof(i.awaiting -> '${list}') = 'array'
+    THEN ARRAY(SELECT e::bigint FROM jsonb_array_elements_text(i.awaiting -> '${list}') AS e) END`;
+
 /** Columns of an always-empty table, written `name:Type`. */
 function empty(spec: string): ColumnDef[] {
   return spec
@@ -84,7 +98,7 @@ function empty(spec: string): ColumnDef[] {
 const sysInvocationStatus: TableDef = {
   name: 'sys_invocation_status',
   columns: [
-    { name: 'partition_key', ...PK, sql: u64('i.partition_key') },
+    partitionKey('i'),
     { name: 'id', type: 'LargeUtf8', sql: 'i.id' },
     { name: 'vqueue_id', type: 'LargeUtf8' },
     { name: 'status', type: 'LargeUtf8', sql: 'i.status' },
@@ -92,7 +106,7 @@ const sysInvocationStatus: TableDef = {
     {
       name: 'completion_failure',
       type: 'LargeUtf8',
-      sql: `CASE WHEN i.status = 'completed' AND i.result_kind = 'failure' THEN '[' || i.failure_code || '] ' || i.failure_message END`,
+      sql: `CASE WHEN i.status = 'completed' AND i.result_kind = 'failure' THEN ${failureText('i')} END`,
     },
     {
       name: 'target',
@@ -152,18 +166,8 @@ const sysInvocationStatus: TableDef = {
     { name: 'completed_at', type: 'TimestampMs', sql: 'i.completed_at' },
     { name: 'completion_retention', type: 'DurationMs', sql: msToInterval('i.completion_retention_ms') },
     { name: 'journal_retention', type: 'DurationMs', sql: msToInterval('i.journal_retention_ms') },
-    {
-      name: 'suspended_waiting_for_completions',
-      type: 'List<UInt32>',
-      sql: `CASE WHEN i.status = 'suspended' AND jsonb_typeof(i.awaiting -> 'completions') = 'array'
-        THEN ARRAY(SELECT c::bigint FROM jsonb_array_elements_text(i.awaiting -> 'completions') AS c) END`,
-    },
-    {
-      name: 'suspended_waiting_for_signals',
-      type: 'List<UInt32>',
-      sql: `CASE WHEN i.status = 'suspended' AND jsonb_typeof(i.awaiting -> 'signals') = 'array'
-        THEN ARRAY(SELECT s::bigint FROM jsonb_array_elements_text(i.awaiting -> 'signals') AS s) END`,
-    },
+    { name: 'suspended_waiting_for_completions', type: 'List<UInt32>', sql: awaitedIds('completions') },
+    { name: 'suspended_waiting_for_signals', type: 'List<UInt32>', sql: awaitedIds('signals') },
     {
       name: 'suspended_waiting_future_json',
       type: 'LargeUtf8',
@@ -180,7 +184,7 @@ const sysInvocationStatus: TableDef = {
 const sysInvocationState: TableDef = {
   name: 'sys_invocation_state',
   columns: [
-    { name: 'partition_key', ...PK, sql: u64('i.partition_key') },
+    partitionKey('i'),
     { name: 'id', type: 'LargeUtf8', sql: 'i.id' },
     {
       name: 'in_flight',
@@ -255,7 +259,7 @@ const sysInvocation: TableDef = {
 const sysJournal: TableDef = {
   name: 'sys_journal',
   columns: [
-    { name: 'partition_key', ...PK, sql: u64('i.partition_key') },
+    partitionKey('i'),
     { name: 'id', type: 'LargeUtf8', sql: 'j.invocation_id' },
     { name: 'index', type: 'UInt32', sql: 'j.index' },
     { name: 'entry_type', type: 'LargeUtf8', sql: entryTypeNameSql('j.entry_type') },
@@ -285,7 +289,7 @@ const sysJournal: TableDef = {
 const state: TableDef = {
   name: 'state',
   columns: [
-    { name: 'partition_key', ...PK, sql: u64('s.partition_key') },
+    partitionKey('s'),
     { name: 'scope', type: 'LargeUtf8' },
     { name: 'service_name', type: 'LargeUtf8', sql: 's.service_name' },
     { name: 'service_key', type: 'LargeUtf8', sql: 's.service_key' },
@@ -301,7 +305,7 @@ const state: TableDef = {
 const sysPromise: TableDef = {
   name: 'sys_promise',
   columns: [
-    { name: 'partition_key', ...PK, sql: u64('p.partition_key') },
+    partitionKey('p'),
     { name: 'scope', type: 'LargeUtf8' },
     { name: 'service_name', type: 'LargeUtf8', sql: 'p.service_name' },
     { name: 'service_key', type: 'LargeUtf8', sql: 'p.service_key' },
@@ -320,7 +324,7 @@ const sysPromise: TableDef = {
     {
       name: 'completion_failure',
       type: 'LargeUtf8',
-      sql: `CASE WHEN p.result_kind = 'failure' THEN '[' || p.failure_code || '] ' || p.failure_message END`,
+      sql: `CASE WHEN p.result_kind = 'failure' THEN ${failureText('p')} END`,
     },
   ],
   // Completed promises, and those someone waits for but nobody completed yet.
@@ -340,7 +344,7 @@ const sysPromise: TableDef = {
 const sysInbox: TableDef = {
   name: 'sys_inbox',
   columns: [
-    { name: 'partition_key', ...PK, sql: u64('i.partition_key') },
+    partitionKey('i'),
     { name: 'service_name', type: 'LargeUtf8', sql: 'i.service_name' },
     { name: 'service_key', type: 'LargeUtf8', sql: 'i.service_key' },
     { name: 'id', type: 'LargeUtf8', sql: 'i.id' },
@@ -353,7 +357,7 @@ const sysInbox: TableDef = {
 const sysKeyedServiceStatus: TableDef = {
   name: 'sys_keyed_service_status',
   columns: [
-    { name: 'partition_key', ...PK, sql: u64('i.partition_key') },
+    partitionKey('i'),
     { name: 'service_name', type: 'LargeUtf8', sql: 'l.service_name' },
     { name: 'service_key', type: 'LargeUtf8', sql: 'l.service_key' },
     { name: 'invocation_id', type: 'LargeUtf8', sql: 'l.invocation_id' },
@@ -501,7 +505,7 @@ const sysNode: TableDef = {
     {
       name: 'alive',
       type: 'Boolean',
-      sql: `n.heartbeat_at >= now() - n.lease_timeout_ms * interval '1 millisecond'`,
+      sql: `n.heartbeat_at >= now() - ${msToInterval('n.lease_timeout_ms')}`,
     },
     { name: 'leaving', type: 'Boolean', sql: 'n.leaving' },
     { name: 'started_at', type: 'TimestampMs', sql: 'n.started_at' },

@@ -24,6 +24,24 @@ import { INTROSPECTION_TABLES, type TableDef } from './tables.ts';
 
 const S = INTROSPECTION_SCHEMA;
 
+/**
+ * PL/pgSQL that reads one varint of `msg` at `pos` into `target` (`digit`: the 7-bit group `b & 127` at `shift`,
+ * in the target's type), and returns from the function when the message ends first or the varint runs past
+ * `maxShift`. The three varints of `protobuf_field` (tag, value, length) are read alike.
+ */
+function readVarint(target: string, maxShift: number, digit: string): string {
+  return `${target} := 0; shift := 0;
+    LOOP
+      IF pos >= n OR shift > ${maxShift} THEN RETURN; END IF;
+      b := get_byte(msg, pos); pos := pos + 1;
+      ${target} := ${target} + ${digit};
+      EXIT WHEN b < 128;
+      shift := shift + 7;
+    END LOOP;`;
+}
+
+const BIGINT_DIGIT = '((b & 127)::bigint << shift)';
+
 const FUNCTIONS = `
 -- u64 values stored as i64 (two's complement), shown unsigned.
 CREATE FUNCTION ${S}.u64(bigint) RETURNS numeric LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
@@ -53,35 +71,14 @@ DECLARE
   wt integer;
 BEGIN
   WHILE pos < n LOOP
-    tag := 0; shift := 0;
-    LOOP
-      IF pos >= n OR shift > 35 THEN RETURN; END IF;
-      b := get_byte(msg, pos); pos := pos + 1;
-      tag := tag + ((b & 127)::bigint << shift);
-      EXIT WHEN b < 128;
-      shift := shift + 7;
-    END LOOP;
+    ${readVarint('tag', 35, BIGINT_DIGIT)}
     field := tag >> 3;
     wt := (tag & 7)::integer;
     IF wt = 0 THEN
-      v := 0; shift := 0;
-      LOOP
-        IF pos >= n OR shift > 63 THEN RETURN; END IF;
-        b := get_byte(msg, pos); pos := pos + 1;
-        v := v + (b & 127) * (2::numeric ^ shift);
-        EXIT WHEN b < 128;
-        shift := shift + 7;
-      END LOOP;
+      ${readVarint('v', 63, `(b & 127) * (2::numeric ^ shift)`)}
       IF field = wanted THEN wire := 0; num := v; RETURN; END IF;
     ELSIF wt = 2 THEN
-      len := 0; shift := 0;
-      LOOP
-        IF pos >= n OR shift > 35 THEN RETURN; END IF;
-        b := get_byte(msg, pos); pos := pos + 1;
-        len := len + ((b & 127)::bigint << shift);
-        EXIT WHEN b < 128;
-        shift := shift + 7;
-      END LOOP;
+      ${readVarint('len', 35, BIGINT_DIGIT)}
       IF pos + len > n THEN RETURN; END IF;
       IF field = wanted THEN wire := 2; bytes := substring(msg FROM pos + 1 FOR len::integer); RETURN; END IF;
       pos := pos + len::integer;

@@ -1,6 +1,6 @@
 import { LOG_FIELDS } from '../telemetry/logger.ts';
 import { SchemaNotFoundError } from './errors.ts';
-import type { SchemaOperationDeps } from './operation-deps.ts';
+import { commitSchemaChange, type SchemaOperationDeps } from './operation-deps.ts';
 
 /**
  * `DELETE /deployments/{id}?force=true`: removes a deployment at once. Services whose latest revision it served
@@ -30,17 +30,15 @@ export const PINNED_SAMPLE = 10;
 export function createDeleteDeployment(deps: SchemaOperationDeps): DeleteDeployment {
   const log = deps.logger.child({ component: 'registration' });
   return async (id) => {
-    const { pinned, services } = await deps.store.transaction(async (tx) => {
+    const { pinned, services } = await commitSchemaChange(deps, async (tx) => {
       const deployment = await tx.deployment(id);
       if (deployment === undefined) throw new SchemaNotFoundError(`deployment with id '${id}'`);
       const p = await tx.pinnedInvocations(id, PINNED_SAMPLE);
       const names = deployment.services.map((s) => s.name);
       await tx.deleteDeployment(id);
       await tx.refreshServices(names, new Set());
-      await tx.announce();
       return { pinned: p, services: names };
     });
-    await deps.registry.load();
     const fields = { [LOG_FIELDS.deploymentId]: id, services, pinnedInvocations: pinned.count };
     if (pinned.count > 0) {
       log.warn(

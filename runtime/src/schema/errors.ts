@@ -1,4 +1,4 @@
-import { RatchetError, type RatchetErrorOptions } from '../errors/errors.ts';
+import { RatchetError, RequestedNotFoundError, type RatchetErrorOptions } from '../errors/errors.ts';
 
 /*
  * Errors of deployment registration, manifests and schema lookups (discovery's own are in
@@ -63,30 +63,21 @@ export class NotSupportedError extends RatchetError {
   readonly status = 501;
 }
 
-export class DeploymentNotFoundError extends RatchetError {
-  readonly code = undefined;
-  readonly status = 404;
-
+export class DeploymentNotFoundError extends RequestedNotFoundError {
   constructor(deploymentId: string) {
-    super(`The requested deployment '${deploymentId}' does not exist`);
+    super(`deployment '${deploymentId}'`);
   }
 }
 
-export class ServiceNotFoundError extends RatchetError {
-  readonly code = undefined;
-  readonly status = 404;
-
+export class ServiceNotFoundError extends RequestedNotFoundError {
   constructor(serviceName: string) {
-    super(`The requested service '${serviceName}' does not exist`);
+    super(`service '${serviceName}'`);
   }
 }
 
-export class HandlerNotFoundError extends RatchetError {
-  readonly code = undefined;
-  readonly status = 404;
-
+export class HandlerNotFoundError extends RequestedNotFoundError {
   constructor(serviceName: string, handlerName: string) {
-    super(`The requested handler '${handlerName}' on service '${serviceName}' does not exist`);
+    super(`handler '${handlerName}' on service '${serviceName}'`);
   }
 }
 
@@ -118,21 +109,15 @@ export class SchemaNotFoundError extends RatchetError {
   }
 }
 
-export class SubscriptionNotFoundError extends RatchetError {
-  readonly code = undefined;
-  readonly status = 404;
-
+export class SubscriptionNotFoundError extends RequestedNotFoundError {
   constructor(id: string) {
-    super(`The requested subscription '${id}' does not exist`);
+    super(`subscription '${id}'`);
   }
 }
 
-export class KafkaClusterNotFoundError extends RatchetError {
-  readonly code = undefined;
-  readonly status = 404;
-
+export class KafkaClusterNotFoundError extends RequestedNotFoundError {
   constructor(name: string) {
-    super(`The requested Kafka cluster '${name}' does not exist`);
+    super(`Kafka cluster '${name}'`);
   }
 }
 

@@ -1,5 +1,5 @@
 import { InvalidKafkaClusterError, KafkaClusterConflictError, SchemaNotFoundError } from './errors.ts';
-import type { SchemaOperationDeps } from './operation-deps.ts';
+import { commitSchemaChange, type SchemaOperationDeps } from './operation-deps.ts';
 import type { KafkaClusterSchema, SubscriptionSchema } from './types.ts';
 
 /**
@@ -52,15 +52,16 @@ export function createCreateKafkaCluster(deps: SchemaOperationDeps): CreateKafka
       );
     }
     const cluster: KafkaClusterSchema = { name, properties, createdAt: deps.now(), static: false };
-    await deps.store.transaction(async (tx) => {
-      if ((await tx.kafkaCluster(name)) !== undefined) {
-        throw new KafkaClusterConflictError(`kafka cluster '${name}' already exists in schema registry`);
-      }
-      await tx.insertKafkaCluster(cluster);
-      await tx.announce();
-    });
-    log.info({ 'kafka.cluster': name }, 'kafka cluster registered');
-    await deps.registry.load();
+    await commitSchemaChange(
+      deps,
+      async (tx) => {
+        if ((await tx.kafkaCluster(name)) !== undefined) {
+          throw new KafkaClusterConflictError(`kafka cluster '${name}' already exists in schema registry`);
+        }
+        await tx.insertKafkaCluster(cluster);
+      },
+      () => log.info({ 'kafka.cluster': name }, 'kafka cluster registered'),
+    );
     return deps.registry.kafkaCluster(name) ?? cluster;
   };
 }
@@ -69,16 +70,17 @@ export function createUpdateKafkaCluster(deps: SchemaOperationDeps): UpdateKafka
   const log = deps.logger.child({ component: 'admin' });
   return async (name, properties) => {
     if (staticCluster(deps, name) !== undefined) throw readOnly(name);
-    const updated = await deps.store.transaction(async (tx) => {
-      const existing = await tx.kafkaCluster(name);
-      if (existing === undefined) throw new SchemaNotFoundError(`kafka cluster '${name}'`);
-      checkProperties(name, properties);
-      await tx.updateKafkaClusterProperties(name, properties);
-      await tx.announce();
-      return { ...existing, properties };
-    });
-    log.info({ 'kafka.cluster': name }, 'kafka cluster updated');
-    await deps.registry.load();
+    const updated = await commitSchemaChange(
+      deps,
+      async (tx) => {
+        const existing = await tx.kafkaCluster(name);
+        if (existing === undefined) throw new SchemaNotFoundError(`kafka cluster '${name}'`);
+        checkProperties(name, properties);
+        await tx.updateKafkaClusterProperties(name, properties);
+        return { ...existing, properties };
+      },
+      () => log.info({ 'kafka.cluster': name }, 'kafka cluster updated'),
+    );
     return deps.registry.kafkaCluster(name) ?? updated;
   };
 }
@@ -87,22 +89,25 @@ export function createDeleteKafkaCluster(deps: SchemaOperationDeps): DeleteKafka
   const log = deps.logger.child({ component: 'admin' });
   return async (name, force) => {
     if (staticCluster(deps, name) !== undefined) throw readOnly(name);
-    const orphaned = await deps.store.transaction(async (tx) => {
-      if ((await tx.kafkaCluster(name)) === undefined) throw new SchemaNotFoundError(`kafka cluster named '${name}'`);
-      const subscriptions = await tx.subscriptionsOfCluster(name);
-      if (subscriptions.length > 0 && !force) throw orphans(name, subscriptions);
-      await tx.deleteKafkaCluster(name);
-      await tx.announce();
-      return subscriptions;
-    });
-    if (orphaned.length > 0) {
-      log.warn(
-        { 'kafka.cluster': name, subscriptions: orphaned.map((s) => s.id) },
-        `kafka cluster deleted with force; ${orphaned.length} subscription(s) reading from it are orphaned`,
-      );
-    } else {
-      log.info({ 'kafka.cluster': name }, 'kafka cluster deleted');
-    }
-    await deps.registry.load();
+    await commitSchemaChange(
+      deps,
+      async (tx) => {
+        if ((await tx.kafkaCluster(name)) === undefined) throw new SchemaNotFoundError(`kafka cluster named '${name}'`);
+        const subscriptions = await tx.subscriptionsOfCluster(name);
+        if (subscriptions.length > 0 && !force) throw orphans(name, subscriptions);
+        await tx.deleteKafkaCluster(name);
+        return subscriptions;
+      },
+      (orphaned) => {
+        if (orphaned.length > 0) {
+          log.warn(
+            { 'kafka.cluster': name, subscriptions: orphaned.map((s) => s.id) },
+            `kafka cluster deleted with force; ${orphaned.length} subscription(s) reading from it are orphaned`,
+          );
+        } else {
+          log.info({ 'kafka.cluster': name }, 'kafka cluster deleted');
+        }
+      },
+    );
   };
 }

@@ -16,14 +16,8 @@ import type { ActiveService, ServiceOverrides } from './types.ts';
  * - `workflow_completion_retention` exists only for workflows (400 otherwise).
  */
 
-export interface ModifyServiceRequest {
-  public?: boolean;
-  idempotencyRetentionMs?: number;
-  workflowCompletionRetentionMs?: number;
-  journalRetentionMs?: number;
-  inactivityTimeoutMs?: number;
-  abortTimeoutMs?: number;
-}
+/** The settings to change; those left out keep their value. */
+export type ModifyServiceRequest = ServiceOverrides;
 
 export type ModifyService = (name: string, req: ModifyServiceRequest) => Promise<ActiveService>;
 

@@ -1,5 +1,3 @@
-import type { Logger } from 'pino';
-import { discover, type DiscoverOptions, type DiscoveryResponse } from '../service-client/discovery.ts';
 import { createDeleteDeployment, type DeleteDeployment } from './delete-deployment.ts';
 import {
   createCreateKafkaCluster,
@@ -10,10 +8,7 @@ import {
   type UpdateKafkaCluster,
 } from './kafka-clusters.ts';
 import { createModifyService, type ModifyService } from './modify-service.ts';
-import type { SchemaOperationDeps } from './operation-deps.ts';
-import { DEFAULT_DISCOVERY_TIMEOUT_MS } from './register.ts';
-import type { SchemaRegistry } from './registry.ts';
-import type { SchemaStore } from './store.ts';
+import { schemaOperationDeps, type SchemaOperationOptions } from './operation-deps.ts';
 import {
   createCreateSubscription,
   createDeleteSubscription,
@@ -28,19 +23,6 @@ import { createUpdateDeployment, type UpdateDeployment } from './update-deployme
  * and reloads this process's registry before returning, so the answer and the next request see the change.
  */
 
-export interface SchemaOperationOptions {
-  registry: SchemaRegistry;
-  clusterName: string;
-  logger: Logger;
-  /** Defaults to the registry's store. */
-  store?: SchemaStore;
-  /** Default 30 s. */
-  discoveryTimeoutMs?: number;
-  /** Replaceable in tests. */
-  discover?: (options: DiscoverOptions) => Promise<DiscoveryResponse>;
-  now?: () => Date;
-}
-
 export interface SchemaOperations {
   updateDeployment: UpdateDeployment;
   deleteDeployment: DeleteDeployment;
@@ -53,15 +35,7 @@ export interface SchemaOperations {
 }
 
 export function createSchemaOperations(options: SchemaOperationOptions): SchemaOperations {
-  const deps: SchemaOperationDeps = {
-    registry: options.registry,
-    store: options.store ?? options.registry.store,
-    clusterName: options.clusterName,
-    logger: options.logger,
-    discoveryTimeoutMs: options.discoveryTimeoutMs ?? DEFAULT_DISCOVERY_TIMEOUT_MS,
-    discover: options.discover ?? discover,
-    now: options.now ?? (() => new Date()),
-  };
+  const deps = schemaOperationDeps(options);
   return {
     updateDeployment: createUpdateDeployment(deps),
     deleteDeployment: createDeleteDeployment(deps),

@@ -1,11 +1,5 @@
-import type { Logger } from 'pino';
 import { DeploymentId } from '../ids/deployment-id.ts';
-import {
-  discover,
-  normalizeDeploymentUri,
-  type DiscoverOptions,
-  type DiscoveryResponse,
-} from '../service-client/discovery.ts';
+import { normalizeDeploymentUri, type DiscoverOptions, type DiscoveryResponse } from '../service-client/discovery.ts';
 import { LOG_FIELDS } from '../telemetry/logger.ts';
 import {
   AmbiguousForcedRegistrationError,
@@ -14,8 +8,8 @@ import {
   NotSupportedError,
 } from './errors.ts';
 import { parseManifest, type ParsedManifest } from './manifest.ts';
-import type { SchemaRegistry } from './registry.ts';
-import type { SchemaStore, SchemaTransaction, StoredService } from './store.ts';
+import { schemaOperationDeps, type SchemaOperationOptions } from './operation-deps.ts';
+import type { SchemaTransaction, StoredService } from './store.ts';
 import type { ActiveService, DeploymentSchema, ServiceSchema } from './types.ts';
 
 /**
@@ -71,20 +65,8 @@ export interface RegisterDeploymentResult {
 
 export type RegisterDeployment = (req: RegisterDeploymentRequest) => Promise<RegisterDeploymentResult>;
 
-export interface RegistrationDeps {
-  registry: SchemaRegistry;
-  clusterName: string;
-  logger: Logger;
-  /** Defaults to the registry's store. */
-  store?: SchemaStore;
-  /** Default 30 s. */
-  discoveryTimeoutMs?: number;
-  /** Replaceable in tests. */
-  discover?: (options: DiscoverOptions) => Promise<DiscoveryResponse>;
-  now?: () => Date;
-}
-
-export const DEFAULT_DISCOVERY_TIMEOUT_MS = 30_000;
+/** Registration is built like the other schema operations (see operation-deps.ts). */
+export type RegistrationDeps = SchemaOperationOptions;
 
 /** A stable text form: object keys sorted, services and handlers sorted by name (their order carries no meaning). */
 function canonical(value: unknown): string {
@@ -269,10 +251,8 @@ async function plan(
 }
 
 /** Builds the registration operation the admin API calls. */
-export function createRegistration(deps: RegistrationDeps): RegisterDeployment {
-  const store = deps.store ?? deps.registry.store;
-  const runDiscovery = deps.discover ?? discover;
-  const now = deps.now ?? (() => new Date());
+export function createRegistration(options: RegistrationDeps): RegisterDeployment {
+  const deps = schemaOperationDeps(options);
   const log = deps.logger.child({ component: 'registration' });
 
   return async (req) => {
@@ -283,16 +263,16 @@ export function createRegistration(deps: RegistrationDeps): RegisterDeployment {
       );
     }
     const uri = normalizeDeploymentUri(req.uri);
-    const found = await discoverEndpoint(runDiscovery, {
+    const found = await discoverEndpoint(deps.discover, {
       uri,
       additionalHeaders: req.additionalHeaders,
       useHttp11: req.useHttp11,
       clusterName: deps.clusterName,
-      timeoutMs: deps.discoveryTimeoutMs ?? DEFAULT_DISCOVERY_TIMEOUT_MS,
+      timeoutMs: deps.discoveryTimeoutMs,
     });
 
-    const result = await store.transaction(async (tx) => {
-      const planned = await plan(tx, req, found, now());
+    const result = await deps.store.transaction(async (tx) => {
+      const planned = await plan(tx, req, found, deps.now());
       if (!req.dryRun && planned.write !== undefined) await planned.write();
       return planned.result;
     });

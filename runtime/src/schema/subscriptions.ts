@@ -1,6 +1,6 @@
 import { SubscriptionId } from '../ids/deployment-id.ts';
 import { InvalidSubscriptionError, SchemaNotFoundError } from './errors.ts';
-import type { SchemaOperationDeps } from './operation-deps.ts';
+import { commitSchemaChange, type SchemaOperationDeps } from './operation-deps.ts';
 import type { SchemaTransaction } from './store.ts';
 import type { HandlerSchema, KafkaClusterSchema, ServiceSchema, SubscriptionSchema } from './types.ts';
 
@@ -161,41 +161,44 @@ export function createCreateSubscription(deps: SchemaOperationDeps): CreateSubsc
   return async (source, sink, options) => {
     const from = parseSource(source);
     const to = parseSink(sink);
-    const created = await deps.store.transaction(async (tx) => {
-      const target = await findSinkHandler(tx, to);
-      if (target === undefined) throw invalid('sink', sink, 'cannot find service/handler specified in the sink URI.');
-      const problem = sinkTypeProblem(target.service, target.handler);
-      if (problem !== undefined) throw invalid('sink', sink, problem);
-      const cluster =
-        deps.registry.staticKafkaClusters.find((c) => c.name === from.cluster) ?? (await tx.kafkaCluster(from.cluster));
-      if (cluster === undefined) {
-        const available = deps.registry.kafkaClusters().map((c) => JSON.stringify(c.name));
-        throw new InvalidSubscriptionError(
-          `Kafka cluster '${from.cluster}' not found. Available clusters: [${available.join(', ')}]`,
-        );
-      }
-      const now = deps.now();
-      const id = SubscriptionId.generate(now.getTime());
-      const subscription: SubscriptionSchema = {
-        id,
-        source: `kafka://${from.cluster}/${from.topic}`,
-        sink: `service://${to.service}/${to.handler}`,
-        cluster: from.cluster,
-        topic: from.topic,
-        serviceName: to.service,
-        handlerName: to.handler,
-        options: consumerOptions(id, options, cluster),
-        createdAt: now,
-      };
-      await tx.insertSubscription(subscription);
-      await tx.announce();
-      return subscription;
-    });
-    log.info(
-      { 'subscription.id': created.id, source: created.source, sink: created.sink },
-      'subscription created (not consumed: Ratchet keeps the registry only)',
+    const created = await commitSchemaChange(
+      deps,
+      async (tx) => {
+        const target = await findSinkHandler(tx, to);
+        if (target === undefined) throw invalid('sink', sink, 'cannot find service/handler specified in the sink URI.');
+        const problem = sinkTypeProblem(target.service, target.handler);
+        if (problem !== undefined) throw invalid('sink', sink, problem);
+        const cluster =
+          deps.registry.staticKafkaClusters.find((c) => c.name === from.cluster) ??
+          (await tx.kafkaCluster(from.cluster));
+        if (cluster === undefined) {
+          const available = deps.registry.kafkaClusters().map((c) => JSON.stringify(c.name));
+          throw new InvalidSubscriptionError(
+            `Kafka cluster '${from.cluster}' not found. Available clusters: [${available.join(', ')}]`,
+          );
+        }
+        const now = deps.now();
+        const id = SubscriptionId.generate(now.getTime());
+        const subscription: SubscriptionSchema = {
+          id,
+          source: `kafka://${from.cluster}/${from.topic}`,
+          sink: `service://${to.service}/${to.handler}`,
+          cluster: from.cluster,
+          topic: from.topic,
+          serviceName: to.service,
+          handlerName: to.handler,
+          options: consumerOptions(id, options, cluster),
+          createdAt: now,
+        };
+        await tx.insertSubscription(subscription);
+        return subscription;
+      },
+      (subscription) =>
+        log.info(
+          { 'subscription.id': subscription.id, source: subscription.source, sink: subscription.sink },
+          'subscription created (not consumed: Ratchet keeps the registry only)',
+        ),
     );
-    await deps.registry.load();
     return deps.registry.subscription(created.id) ?? created;
   };
 }
@@ -203,11 +206,12 @@ export function createCreateSubscription(deps: SchemaOperationDeps): CreateSubsc
 export function createDeleteSubscription(deps: SchemaOperationDeps): DeleteSubscription {
   const log = deps.logger.child({ component: 'admin' });
   return async (id) => {
-    await deps.store.transaction(async (tx) => {
-      if (!(await tx.deleteSubscription(id))) throw new SchemaNotFoundError(`subscription with id '${id}'`);
-      await tx.announce();
-    });
-    log.info({ 'subscription.id': id }, 'subscription deleted');
-    await deps.registry.load();
+    await commitSchemaChange(
+      deps,
+      async (tx) => {
+        if (!(await tx.deleteSubscription(id))) throw new SchemaNotFoundError(`subscription with id '${id}'`);
+      },
+      () => log.info({ 'subscription.id': id }, 'subscription deleted'),
+    );
   };
 }

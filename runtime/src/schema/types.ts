@@ -29,13 +29,10 @@ export interface OutputRules {
   jsonSchema?: unknown;
 }
 
-export interface HandlerSchema {
-  name: string;
-  ty?: HandlerType;
+/** What a manifest may declare both for a service and for each of its handlers. */
+export interface DeclaredSettings {
   documentation?: string;
   metadata?: Record<string, string>;
-  input: InputRules;
-  output: OutputRules;
   retryPolicy: RetryPolicyOverrides;
   idempotencyRetentionMs?: number;
   journalRetentionMs?: number;
@@ -46,20 +43,17 @@ export interface HandlerSchema {
   ingressPrivate?: boolean;
 }
 
-export interface ServiceSchema {
+export interface HandlerSchema extends DeclaredSettings {
+  name: string;
+  ty?: HandlerType;
+  input: InputRules;
+  output: OutputRules;
+}
+
+export interface ServiceSchema extends DeclaredSettings {
   name: string;
   ty: ServiceType;
   handlers: HandlerSchema[];
-  documentation?: string;
-  metadata?: Record<string, string>;
-  retryPolicy: RetryPolicyOverrides;
-  idempotencyRetentionMs?: number;
-  journalRetentionMs?: number;
-  workflowCompletionRetentionMs?: number;
-  inactivityTimeoutMs?: number;
-  abortTimeoutMs?: number;
-  enableLazyState?: boolean;
-  ingressPrivate?: boolean;
 }
 
 /** Settings changed through `PATCH /services/{name}`; they win over the manifest. */

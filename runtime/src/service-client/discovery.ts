@@ -9,12 +9,8 @@ import {
   SUPPORTED_MANIFEST_VERSIONS,
   type ManifestVersion,
 } from '../protocol/version.ts';
-import {
-  BadDiscoveryResponseError,
-  DiscoveryFailedError,
-  Http2DiscoveryFailedError,
-  InvalidRegistrationFieldError,
-} from './errors.ts';
+import { InvalidRequestFieldError } from '../errors/errors.ts';
+import { BadDiscoveryResponseError, DiscoveryFailedError, Http2DiscoveryFailedError } from './errors.ts';
 
 /**
  * Deployment discovery (`GET {uri}/discover`), the way restate-server does it: HTTP/2 cleartext with prior knowledge
@@ -57,13 +53,13 @@ export function normalizeDeploymentUri(uri: string): string {
   try {
     url = new URL(uri);
   } catch {
-    throw new InvalidRegistrationFieldError(
+    throw new InvalidRequestFieldError(
       'uri',
       `The provided uri ${uri} is not absolute, only absolute URIs can be used.`,
     );
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new InvalidRegistrationFieldError(
+    throw new InvalidRequestFieldError(
       'uri',
       `The provided uri ${uri} uses the scheme '${url.protocol.slice(0, -1)}'; only http and https deployments are supported.`,
     );

@@ -1,4 +1,4 @@
-import { RatchetError, type RatchetErrorOptions } from '../errors/errors.ts';
+import { RatchetError } from '../errors/errors.ts';
 
 /*
  * Errors of deployment discovery (`GET {uri}/discover`). The status follows what restate-server 1.7.12 answers for
@@ -21,14 +21,4 @@ export class BadDiscoveryResponseError extends RatchetError {
 export class Http2DiscoveryFailedError extends RatchetError {
   readonly code = 'META0014';
   readonly status = 500;
-}
-
-/** A registration request field with a value that can never work (restate: "The request field 'x' is invalid"). */
-export class InvalidRegistrationFieldError extends RatchetError {
-  readonly code = undefined;
-  readonly status = 400;
-
-  constructor(field: string, reason: string, options: RatchetErrorOptions = {}) {
-    super(`The request field '${field}' is invalid. Reason: ${reason}`, options);
-  }
 }

@@ -1,6 +1,6 @@
 import type { Engine } from '../../engine/engine.ts';
 import { InvocationAlreadyCompletedError, InvocationNotFoundError } from '../../engine/management-errors.ts';
-import { RatchetError } from '../../errors/errors.ts';
+import { InvalidRequestFieldError, RatchetError } from '../../errors/errors.ts';
 import { InvalidIdError } from '../../ids/id-codec.ts';
 import { InvocationId } from '../../ids/invocation-id.ts';
 import type { DeploymentChoice } from '../../engine/types.ts';
@@ -72,14 +72,6 @@ const DELETE_MODES: Record<string, 'cancel' | 'kill' | 'purge'> = {
   purge: 'purge',
 };
 
-class InvalidInvocationIdError extends RatchetError {
-  readonly code = undefined;
-  readonly status = 400;
-  constructor(reason: string) {
-    super(`The request field 'invocation_id' is invalid. Reason: ${reason}`);
-  }
-}
-
 function unsupportedDeleteMode(mode: string): InvalidQueryStringError {
   const expected = Object.keys(DELETE_MODES)
     .map((m) => `\`${m}\``)
@@ -91,7 +83,7 @@ function invocationParam(raw: string): InvocationId {
   try {
     return InvocationId.parse(raw);
   } catch (err) {
-    throw new InvalidInvocationIdError(idReason(err));
+    throw new InvalidRequestFieldError('invocation_id', idReason(err));
   }
 }
 

@@ -30,6 +30,11 @@ export function toOutboxRow(r: Record<string, unknown>): OutboxRow {
   };
 }
 
+/** A statement's `onResult` that hands each outbox row it returned (`RETURNING OUTBOX_COLUMNS`) to `onRow`. */
+export function eachOutboxRow(onRow: (row: OutboxRow) => void): NonNullable<Stmt['onResult']> {
+  return (rows) => rows.forEach((r) => onRow(toOutboxRow(r)));
+}
+
 const INSERT_OUTBOX = `INSERT INTO ratchet.outbox (partition_id, target_invocation_id, entry_type, completion_id, signal_idx,
              signal_name, source_invocation_id, raw) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${OUTBOX_COLUMNS}`;
 export function insertOutbox(row: Omit<OutboxRow, 'seq'>, onRow: (row: OutboxRow) => void): Stmt {
@@ -46,7 +51,7 @@ export function insertOutbox(row: Omit<OutboxRow, 'seq'>, onRow: (row: OutboxRow
       row.sourceInvocationId,
       row.raw,
     ],
-    onResult: (rows) => rows.forEach((r) => onRow(toOutboxRow(r))),
+    onResult: eachOutboxRow(onRow),
   };
 }
 
@@ -62,7 +67,7 @@ export function insertOutboxRequest(
     text: `INSERT INTO ratchet.outbox (partition_id, target_invocation_id, entry_type, request)
            VALUES ($1, $2, 0, $3::jsonb) RETURNING ${OUTBOX_COLUMNS}`,
     values: [partition, targetInvocationId, JSON.stringify(request)],
-    onResult: (rows) => rows.forEach((r) => onRow(toOutboxRow(r))),
+    onResult: eachOutboxRow(onRow),
   };
 }
 
@@ -102,7 +107,7 @@ export function awaitResult(
     name: 'await_result',
     text: AWAIT_RESULT,
     values: [invocationId, callerId, callerCompletionId, callerPartition, entryType],
-    onResult: (rows) => rows.forEach((r) => onRow(toOutboxRow(r))),
+    onResult: eachOutboxRow(onRow),
   };
 }
 
@@ -118,6 +123,6 @@ export function resultToWaiters(invocationId: string, onRow: (row: OutboxRow) =>
     name: 'result_to_waiters',
     text: RESULT_TO_WAITERS,
     values: [invocationId],
-    onResult: (rows) => rows.forEach((r) => onRow(toOutboxRow(r))),
+    onResult: eachOutboxRow(onRow),
   };
 }

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { Stmt } from '../sql.ts';
 import { u64ToI64 } from '../pool.ts';
-import { OUTBOX_COLUMNS, toOutboxRow, type OutboxRow } from './outbox.ts';
+import { OUTBOX_COLUMNS, eachOutboxRow, type OutboxRow } from './outbox.ts';
 import type { PromiseRef, PromiseRow } from '../../rows.ts';
 
 export type { PromiseRef, PromiseRow };
@@ -13,48 +13,49 @@ export type { PromiseRef, PromiseRow };
  */
 
 /**
- * GetPromise: a completed promise is answered at once through the outbox (rendered from the promise when
- * delivered); otherwise the caller waits for the completion.
+ * A command of a caller asking about a promise, answered through the outbox. The statement's parameters: $1-$3 the
+ * promise, $4 the caller, $5 the completion id the answer carries, $6 the caller's partition, $7 the entry type of
+ * the answer.
  */
-export function awaitPromise(
+type PromiseQuestion = (
   p: PromiseRef,
   callerId: string,
   callerPartition: number,
   completionId: number,
   entryType: number,
   onRow: (row: OutboxRow) => void,
-): Stmt {
-  return {
-    name: 'promise_await',
-    text: `WITH p AS (SELECT 1 FROM ratchet.promise WHERE service_name = $1 AND service_key = $2 AND key = $3),
+) => Stmt;
+
+function promiseQuestion(name: string, text: string): PromiseQuestion {
+  return (p, callerId, callerPartition, completionId, entryType, onRow) => ({
+    name,
+    text,
+    values: [p.service, p.key, p.name, callerId, completionId, callerPartition, entryType],
+    onResult: eachOutboxRow(onRow),
+  });
+}
+
+/**
+ * GetPromise: a completed promise is answered at once through the outbox (rendered from the promise when
+ * delivered); otherwise the caller waits for the completion.
+ */
+export const awaitPromise = promiseQuestion(
+  'promise_await',
+  `WITH p AS (SELECT 1 FROM ratchet.promise WHERE service_name = $1 AND service_key = $2 AND key = $3),
            w AS (INSERT INTO ratchet.promise_waiter (service_name, service_key, key, invocation_id, completion_id)
                  SELECT $1, $2, $3, $4, $5 WHERE NOT EXISTS (SELECT 1 FROM p) ON CONFLICT DO NOTHING)
            INSERT INTO ratchet.outbox (partition_id, target_invocation_id, entry_type, completion_id,
              source_promise_service, source_promise_key, source_promise_name)
            SELECT $6, $4, $7, $5, $1, $2, $3 WHERE EXISTS (SELECT 1 FROM p) RETURNING ${OUTBOX_COLUMNS}`,
-    values: [p.service, p.key, p.name, callerId, completionId, callerPartition, entryType],
-    onResult: (rows) => rows.forEach((r) => onRow(toOutboxRow(r))),
-  };
-}
+);
 
 /** PeekPromise: answered with the promise's state as of delivery (void while not completed). */
-export function peekPromise(
-  p: PromiseRef,
-  callerId: string,
-  callerPartition: number,
-  completionId: number,
-  entryType: number,
-  onRow: (row: OutboxRow) => void,
-): Stmt {
-  return {
-    name: 'promise_peek',
-    text: `INSERT INTO ratchet.outbox (partition_id, target_invocation_id, entry_type, completion_id,
+export const peekPromise = promiseQuestion(
+  'promise_peek',
+  `INSERT INTO ratchet.outbox (partition_id, target_invocation_id, entry_type, completion_id,
              source_promise_service, source_promise_key, source_promise_name)
-           VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${OUTBOX_COLUMNS}`,
-    values: [callerPartition, callerId, entryType, completionId, p.service, p.key, p.name],
-    onResult: (rows) => rows.forEach((r) => onRow(toOutboxRow(r))),
-  };
-}
+           VALUES ($6, $4, $7, $5, $1, $2, $3) RETURNING ${OUTBOX_COLUMNS}`,
+);
 
 /**
  * CompletePromise: the first completion wins. Its waiters get the result (through the outbox), and the completer gets
@@ -104,7 +105,7 @@ export function completePromise(
       ifCompleted,
       ifAlreadyCompleted,
     ],
-    onResult: (rows) => rows.forEach((r) => onRow(toOutboxRow(r))),
+    onResult: eachOutboxRow(onRow),
   };
 }
 

@@ -196,20 +196,8 @@ class PgSchemaTransaction implements SchemaTransaction {
         values,
       );
     }
+    await this.saveRevisions(d.id, write.revisions);
     if (write.revisions.length > 0) {
-      // A revision number can come back after its service was removed (restate restarts at the last live revision
-      // + 1); the row left from before is replaced.
-      await this.client.query(
-        `INSERT INTO ratchet.service_revision (name, revision, deployment_id, metadata)
-         SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::jsonb[])
-         ON CONFLICT (name, revision) DO UPDATE SET deployment_id = EXCLUDED.deployment_id, metadata = EXCLUDED.metadata`,
-        [
-          write.revisions.map((r) => r.schema.name),
-          write.revisions.map((r) => r.revision),
-          write.revisions.map(() => d.id),
-          write.revisions.map((r) => JSON.stringify(encodeSchema(r.schema))),
-        ],
-      );
       // A new revision starts from its manifest: settings changed through the admin API do not carry over.
       await this.client.query(
         `INSERT INTO ratchet.service (name, revision, deployment_id, ty, overrides)
@@ -272,19 +260,26 @@ class PgSchemaTransaction implements SchemaTransaction {
         write.manifest === undefined ? null : JSON.stringify(write.manifest),
       ],
     );
-    if (write.revisions.length > 0) {
-      await this.client.query(
-        `INSERT INTO ratchet.service_revision (name, revision, deployment_id, metadata)
-         SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::jsonb[])
-         ON CONFLICT (name, revision) DO UPDATE SET deployment_id = EXCLUDED.deployment_id, metadata = EXCLUDED.metadata`,
-        [
-          write.revisions.map((r) => r.schema.name),
-          write.revisions.map((r) => r.revision),
-          write.revisions.map(() => d.id),
-          write.revisions.map((r) => JSON.stringify(encodeSchema(r.schema))),
-        ],
-      );
-    }
+    await this.saveRevisions(d.id, write.revisions);
+  }
+
+  /**
+   * Stores the service revisions a deployment (re)registered. A revision number can come back after its service was
+   * removed (restate restarts at the last live revision + 1); the row left from before is replaced.
+   */
+  private async saveRevisions(deploymentId: string, revisions: DeploymentUpdateWrite['revisions']): Promise<void> {
+    if (revisions.length === 0) return;
+    await this.client.query(
+      `INSERT INTO ratchet.service_revision (name, revision, deployment_id, metadata)
+       SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::jsonb[])
+       ON CONFLICT (name, revision) DO UPDATE SET deployment_id = EXCLUDED.deployment_id, metadata = EXCLUDED.metadata`,
+      [
+        revisions.map((r) => r.schema.name),
+        revisions.map((r) => r.revision),
+        revisions.map(() => deploymentId),
+        revisions.map((r) => JSON.stringify(encodeSchema(r.schema))),
+      ],
+    );
   }
 
   async deleteDeployment(id: string): Promise<boolean> {
