@@ -32,7 +32,11 @@ import { PgSchemaStore } from './storage/pg/tables/schema.ts';
 import { migrate } from './storage/pg/migrate.ts';
 import { connectClient, createPool, type Pool } from './storage/pg/pool.ts';
 import { createMetrics } from './telemetry/metrics.ts';
+import { observers } from './engine/observer.ts';
 import { InvocationLog } from './observability/invocation-log.ts';
+import { IngressTracer } from './observability/tracing/ingress-tracer.ts';
+import { InvocationTracer } from './observability/tracing/invocation-tracer.ts';
+import { createTracing } from './observability/tracing/tracing.ts';
 import type { LogCapture } from './observability/log-capture.ts';
 import { ObservabilityWriter } from './observability/writer.ts';
 import { PgObservabilityStore } from './storage/pg/observability/store.ts';
@@ -162,6 +166,15 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
     });
     overrides.logCapture?.attach(observabilityWriter, { node: config.nodeName, cluster: config.clusterName });
     observabilityStore.startRetention();
+    const tracing = createTracing({
+      clusterName: config.clusterName,
+      nodeName: config.nodeName,
+      version: RATCHET_VERSION,
+      sink: observabilityWriter,
+      logger: logger.child({ component: 'observability' }),
+    });
+    // Before the writer closes (cleanups run in reverse): the spans ended last still reach it.
+    cleanups.push(() => tracing.shutdown());
 
     // Views first: the role's grants cover what exists when they are made.
     await ensureIntrospectionViews(pool, logger);
@@ -234,7 +247,7 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
         logger,
         metrics,
         onSuspect: (p) => cluster?.suspect(p),
-        observer: new InvocationLog(logger),
+        observer: observers(new InvocationLog(logger), new InvocationTracer(tracing.tracer)),
       },
     );
     cleanups.push(() => engine.stop());
@@ -268,6 +281,7 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
       requestSizeLimit: 32 * 1024 * 1024,
       auth,
       router,
+      tracer: new IngressTracer(tracing.tracer),
     });
     const admin = buildAdminApp({
       registry,

@@ -36,6 +36,7 @@ export async function accept(p: PartitionProcessor, req: AcceptRequest): Promise
   const { ctxRow, inputRaw, executionTime } = invocation;
   p.requireServed(ctxRow.partitionId);
   if (p.active.has(ctxRow.id)) return { id: ctxRow.id, created: false, executionTime };
+  p.startTrace(ctxRow, req.traceContext, undefined);
   const op = newWriteBatch(ctxRow.partitionId, [orderKey(ctxRow.partitionKey)]);
   const deterministic = ctxRow.idempotencyKey !== null && req.idempotencyKeyGenerated !== true;
   const { writes, ctx, insert } = admit(p, ctxRow, inputRaw, now, deterministic);

@@ -58,6 +58,7 @@ export async function startAttempt(p: PartitionProcessor, ctx: InvocationCtx): P
       randomSeed: ctx.randomSeed,
       inactivityTimeoutMs: settings?.inactivityTimeoutMs,
       abortTimeoutMs: settings?.abortTimeoutMs,
+      traceContext: ctx.traceContext,
     });
     ctx.attemptStarted(attempt, journal.length);
     p.observe(ctx, { kind: 'started', protocolVersion });

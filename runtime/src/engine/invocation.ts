@@ -77,6 +77,8 @@ export class InvocationCtx implements NotificationIndex {
   lastAppendAt: number;
   completionRetentionMs: number | null;
   journalRetentionMs: number | null;
+  /** The W3C trace context its spans are parented to (see InvocationRow.traceContext). */
+  readonly traceContext: string | null;
 
   journal: JournalEntry[] | undefined;
   private journalLoading: Promise<void> | undefined;
@@ -115,6 +117,7 @@ export class InvocationCtx implements NotificationIndex {
     this.lastAppendAt = (row.lastAppendAt ?? row.createdAt).getTime();
     this.completionRetentionMs = row.completionRetentionMs;
     this.journalRetentionMs = row.journalRetentionMs;
+    this.traceContext = row.traceContext;
   }
 
   get status(): InvocationStatus {

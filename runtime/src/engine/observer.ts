@@ -16,6 +16,21 @@ export interface ObservedInvocation {
   /** Attempts so far that failed (the next attempt's number, counting from 0). */
   readonly attempt: number;
   readonly partition: number;
+  /** The trace context its spans are parented to (see `newTrace`), null for one admitted without an observer. */
+  readonly traceContext: string | null;
+}
+
+/** A new invocation about to be stored, for which the observer starts its trace. */
+export interface TraceRequest {
+  readonly id: string;
+  readonly target: string;
+  readonly service: string;
+  readonly handler: string;
+  readonly key: string | null;
+  /** The trace context it came with (the ingress span, parented to the client's `traceparent`). */
+  readonly parent: string | undefined;
+  /** The trace context of the invocation that called it (or that it was restarted from): linked, not parented. */
+  readonly caller: string | null | undefined;
 }
 
 export type LifecycleEvent =
@@ -52,4 +67,25 @@ export type LifecycleEvent =
 
 export interface InvocationObserver {
   event(inv: ObservedInvocation, e: LifecycleEvent): void;
+  /**
+   * Starts the trace of a new invocation and returns its context, stored with the invocation so that every node
+   * running it later parents its spans to it.
+   */
+  newTrace?(req: TraceRequest): string | undefined;
+}
+
+/** Several observers as one (logs and traces). */
+export function observers(...all: InvocationObserver[]): InvocationObserver {
+  return {
+    event(inv, e) {
+      for (const o of all) o.event(inv, e);
+    },
+    newTrace(req) {
+      for (const o of all) {
+        const ctx = o.newTrace?.(req);
+        if (ctx !== undefined) return ctx;
+      }
+      return undefined;
+    },
+  };
 }

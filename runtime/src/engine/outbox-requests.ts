@@ -24,6 +24,7 @@ export function encodeNewInvocation(row: NewInvocation): Record<string, unknown>
     scheduledStartAt: row.scheduledStartAt?.toISOString() ?? null,
     completionRetentionMs: row.completionRetentionMs,
     journalRetentionMs: row.journalRetentionMs,
+    traceContext: row.traceContext ?? null,
   };
 }
 
@@ -59,5 +60,6 @@ export function decodeNewInvocation(j: Record<string, unknown>): NewInvocation {
     scheduledStartAt: scheduled === null ? null : new Date(scheduled),
     completionRetentionMs: optNum('completionRetentionMs'),
     journalRetentionMs: optNum('journalRetentionMs'),
+    traceContext: optStr('traceContext'),
   };
 }

@@ -17,7 +17,7 @@ import type { CompletedInvocation, JournalEntry } from './types.ts';
 
 export type { EngineFailure } from './types.ts';
 import { type Write, type WriteBatch, type Storage } from '../storage/api.ts';
-import type { TimerRow } from '../storage/rows.ts';
+import type { NewInvocation, TimerRow } from '../storage/rows.ts';
 import { FencingError } from '../storage/errors.ts';
 import { partitionFor, partitionKeyForKey } from '../ids/partition-key.ts';
 
@@ -195,9 +195,27 @@ export class PartitionProcessor {
         deploymentId: ctx.deploymentId,
         attempt: ctx.retryCount,
         partition: ctx.partitionId,
+        traceContext: ctx.traceContext,
       },
       e,
     );
+  }
+
+  /** Starts the trace of a new invocation (`row`) with the observer; its context is stored with the row. */
+  startTrace(row: NewInvocation, parent: string | undefined, caller: string | null | undefined): void {
+    const ctx = this.deps.observer?.newTrace?.({
+      id: row.id,
+      target:
+        row.serviceKey === null
+          ? `${row.serviceName}/${row.handlerName}`
+          : `${row.serviceName}/${row.serviceKey}/${row.handlerName}`,
+      service: row.serviceName,
+      handler: row.handlerName,
+      key: row.serviceKey,
+      parent,
+      caller,
+    });
+    if (ctx !== undefined) row.traceContext = ctx;
   }
 
   /** Statements that touch no in-memory invocation (cleanup of timers and outbox rows of finished work). */

@@ -45,6 +45,8 @@ export interface AcceptRequest {
    */
   idempotencyKeyGenerated?: boolean | undefined;
   invokedBy: InvokedBy;
+  /** The trace context the request came with (the ingress span): the invocation's trace is parented to it. */
+  traceContext?: string | undefined;
 }
 
 export interface AcceptResult {

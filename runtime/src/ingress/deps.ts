@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Authenticator } from '../auth/verifier.ts';
 import type { RequestRouter } from '../cluster/forward.ts';
 import type { Engine } from '../engine/engine.ts';
+import type { IngressTracer } from '../observability/tracing/ingress-tracer.ts';
 import type { SchemaRegistry } from '../schema/registry.ts';
 
 export interface IngressDeps {
@@ -13,4 +14,6 @@ export interface IngressDeps {
   auth?: Authenticator | undefined;
   /** Sends requests for partitions other nodes own to them; without it such requests are answered 503. */
   router?: RequestRouter | undefined;
+  /** Starts the `ingress <target>` span of each invocation request (the first span of its trace). */
+  tracer?: IngressTracer | undefined;
 }

@@ -7,6 +7,7 @@ import { validateInput } from './content-type.ts';
 import type { IngressDeps } from './deps.ts';
 import { IngressErrors } from './errors.ts';
 import type { InvokeRoute } from './path.ts';
+import type { AcceptRequest } from '../engine/types.ts';
 import { checkScope } from './scope.ts';
 import { formatTimestamp, jsonBody, sendError, sendOutcome } from './reply.ts';
 
@@ -75,17 +76,56 @@ export async function invoke(
   // handlers keep theirs (the run is keyed by the workflow key; shared handlers are retained without a key).
   const idempotencyKey = userIdempotencyKey ?? (service.schema.ty === 'Workflow' ? undefined : newUlidString());
 
-  const accepted = await deps.engine.accept({
-    service: { name: service.schema.name, ty: service.schema.ty },
-    handler,
+  const span = deps.tracer?.start({
+    service: service.schema.name,
+    handler: handler.name,
     key,
-    body,
-    headers,
-    delayMs,
-    idempotencyKey,
-    idempotencyKeyGenerated: userIdempotencyKey === undefined && idempotencyKey !== undefined,
-    invokedBy: 'ingress',
+    headers: req.headers,
+    remoteAddress: req.socket.remoteAddress,
+    remotePort: req.socket.remotePort,
   });
+  let invocationId: string | undefined;
+  try {
+    const answered = await acceptAndAnswer(
+      deps,
+      reply,
+      route,
+      {
+        service: { name: service.schema.name, ty: service.schema.ty },
+        handler,
+        key,
+        body,
+        headers,
+        delayMs,
+        idempotencyKey,
+        idempotencyKeyGenerated: userIdempotencyKey === undefined && idempotencyKey !== undefined,
+        invokedBy: 'ingress',
+        traceContext: span?.traceContext,
+      },
+      userIdempotencyKey,
+      (id) => (invocationId = id),
+    );
+    span?.end(invocationId, reply.statusCode);
+    return answered;
+  } catch (err) {
+    span?.end(invocationId, (err as { status?: number }).status ?? 500);
+    throw err;
+  }
+}
+
+/** Stores the invocation; a send is answered at once, a call once the invocation completed. */
+async function acceptAndAnswer(
+  deps: IngressDeps,
+  reply: FastifyReply,
+  route: InvokeRoute,
+  request: AcceptRequest,
+  userIdempotencyKey: string | undefined,
+  onId: (id: string) => void,
+): Promise<FastifyReply> {
+  const { handler, send } = route;
+  const isWorkflowRun = request.service.ty === 'Workflow' && handler.ty === 'Workflow';
+  const accepted = await deps.engine.accept(request);
+  onId(accepted.id);
 
   if (send) {
     const payload: Record<string, string> = { invocationId: accepted.id };

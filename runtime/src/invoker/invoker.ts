@@ -46,6 +46,11 @@ export interface AttemptSpec {
   /** The handler's (or its service's) own timeouts; the invoker's defaults apply where they say nothing. */
   inactivityTimeoutMs?: number | undefined;
   abortTimeoutMs?: number | undefined;
+  /**
+   * The invocation's W3C trace context (`traceparent`, then after a space its `tracestate`): sent as the W3C headers,
+   * so that the SDK's spans join the invocation's trace.
+   */
+  traceContext?: string | null | undefined;
 }
 
 /** The engine's hold on a running attempt: its effects to read, and the few things it asks of it. */
@@ -92,6 +97,11 @@ export class Invoker implements AttemptStarter {
       'x-restate-cluster-name': this.options.clusterName,
     };
     if (spec.serviceKey !== null) headers['x-restate-service-key'] = encodeURIComponent(spec.serviceKey);
+    if (spec.traceContext !== null && spec.traceContext !== undefined && spec.traceContext !== '') {
+      const space = spec.traceContext.indexOf(' ');
+      headers.traceparent = space < 0 ? spec.traceContext : spec.traceContext.slice(0, space);
+      if (space >= 0) headers.tracestate = spec.traceContext.slice(space + 1);
+    }
     const client = deployment.httpVersion === 'HTTP/1.1' ? this.options.http1 : this.options.http2;
     const attempt = new Attempt(++this.seq, {
       request: { url, headers },

@@ -29,6 +29,8 @@ export class InvocationLog implements InvocationObserver {
       'restate.invocation.event': e.kind,
     };
     if (inv.deploymentId !== null) fields['restate.deployment.id'] = inv.deploymentId;
+    // The trace id of its spans (traceparent: version "-" trace id "-" …): from a log line to its trace.
+    if (inv.traceContext !== null) fields.trace_id = inv.traceContext.slice(3, 35);
     let message: string;
     switch (e.kind) {
       case 'accepted':

@@ -41,35 +41,43 @@ export interface InvocationRow {
   failureMetadata: Record<string, string> | null;
   /** When the retained result is purged (completed invocations only). */
   expiresAt: Date | null;
+  /** W3C trace context its spans are parented to: traceparent, then after a space its tracestate if any. */
+  traceContext: string | null;
 }
 
-export interface NewInvocation {
-  id: string;
-  partitionKey: bigint;
-  partitionId: number;
-  serviceName: string;
-  serviceKey: string | null;
-  handlerName: string;
-  serviceTy: string;
-  handlerTy: string | null;
-  status: InvocationStatus;
-  idempotencyKey: string | null;
-  invokedBy: string;
-  invokedById: string | null;
-  invokedByTarget: string | null;
-  randomSeed: bigint;
-  journalLength: number;
+/** A new invocation: the columns it is created with, as the row holds them, and how its insert is to be made. */
+export interface NewInvocation extends Pick<
+  InvocationRow,
+  | 'id'
+  | 'partitionKey'
+  | 'partitionId'
+  | 'serviceName'
+  | 'serviceKey'
+  | 'handlerName'
+  | 'serviceTy'
+  | 'handlerTy'
+  | 'status'
+  | 'idempotencyKey'
+  | 'invokedBy'
+  | 'invokedById'
+  | 'invokedByTarget'
+  | 'randomSeed'
+  | 'journalLength'
+  | 'createdAt'
+  | 'scheduledStartAt'
+  | 'completionRetentionMs'
+  | 'journalRetentionMs'
+> {
+  /** Whether the insert draws an inbox sequence number (which the row then holds). */
   inboxSeq: boolean;
-  createdAt: Date;
-  scheduledStartAt: Date | null;
-  completionRetentionMs: number | null;
-  journalRetentionMs: number | null;
   /** restart-as-new: the invocation this one was restarted from, and the pin it starts with. */
   restartedFrom?: string | null;
   deploymentId?: string | null;
   protocolVersion?: number | null;
   /** Set when the first attempt is recorded with the insert (pinned deployment, last_start_at and running_at). */
   attemptStartAt?: Date | null;
+  /** The trace context its spans are parented to (see InvocationRow.traceContext). */
+  traceContext?: string | null;
 }
 
 /** Columns the engine changes as an invocation progresses; undefined leaves a column untouched. */
@@ -253,5 +261,6 @@ export function insertedRow(row: NewInvocation, inboxSeq: bigint | null): Invoca
     failureMessage: null,
     failureMetadata: null,
     expiresAt: null,
+    traceContext: row.traceContext ?? null,
   };
 }

@@ -60,6 +60,7 @@ describe('log capture', () => {
         deploymentId: 'dp_1',
         attempt: 2,
         partition: 3,
+        traceContext: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
       },
       { kind: 'retrying', code: 'RT0007', message: 'boom', stacktrace: 'Error: boom\n  at x', delayMs: 100 },
     );
@@ -83,6 +84,7 @@ describe('log capture', () => {
         'restate.error.code': 'RT0007',
         'restate.invocation.error.stacktrace': 'Error: boom\n  at x',
         'restate.invocation.attempt': 2,
+        trace_id: '0af7651916cd43dd8448eb211c80319c',
       },
     });
   });
@@ -99,6 +101,7 @@ describe('log capture', () => {
       deploymentId: null,
       attempt: 0,
       partition: 0,
+      traceContext: null,
     };
     new InvocationLog(logger).event(inv, { kind: 'started', protocolVersion: 6 });
     new InvocationLog(logger).event(inv, { kind: 'killed' });

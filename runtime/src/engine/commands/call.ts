@@ -41,6 +41,7 @@ export function callCommand(c: CommandContext, cmd: Extract<Command, { kind: 'ca
         invokedBy: 'service',
       };
       const { ctxRow, inputRaw } = p.roles.newInvocation(childReq, now, { id: ctx.id, target: ctx.target });
+      p.startTrace(ctxRow, undefined, ctx.traceContext);
       // The callee's rows (its insert, or the waiter on a running one) are written here too.
       op.keys!.push(orderKey(ctxRow.partitionKey));
       if (cmd.kind === 'oneWayCall' && ctxRow.status === 'scheduled')

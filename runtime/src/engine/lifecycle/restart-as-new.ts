@@ -125,6 +125,7 @@ export async function restartAsNew(
     deploymentId: pin.deploymentId,
     protocolVersion: pin.protocolVersion,
   };
+  p.startTrace(newRow, undefined, row.traceContext);
   const op = newWriteBatch(row.partitionId);
   const { writes, ctx } = p.roles.admit(newRow, input.raw, now, false);
   const runnable = newRow.status === 'invoked';

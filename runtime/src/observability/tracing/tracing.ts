@@ -1,0 +1,64 @@
+import { SpanKind, SpanStatusCode, trace, type Attributes, type Span, type Tracer } from '@opentelemetry/api';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { BasicTracerProvider, BatchSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import type { Logger } from 'pino';
+import { StoreSpanProcessor, type SpanSink } from './store-exporter.ts';
+
+export interface TracingOptions {
+  readonly clusterName: string;
+  readonly nodeName: string;
+  readonly version: string;
+  /** Finished spans go here (the node's observability writer). */
+  readonly sink: SpanSink;
+  readonly logger: Logger;
+}
+
+export interface Tracing {
+  readonly tracer: Tracer;
+  /** Whether spans also go to an OTLP collector. */
+  readonly exportsOtlp: boolean;
+  shutdown(): Promise<void>;
+}
+
+/**
+ * The node's tracer provider (OpenTelemetry's SDK): spans go to the cluster's store, and also to an OTLP/HTTP
+ * collector when the standard `OTEL_EXPORTER_OTLP_*` variables name one (the exporter reads them itself: endpoint,
+ * headers, timeout, compression). The resource says which node of which cluster emitted a span, as Restate does.
+ */
+export function createTracing(options: TracingOptions): Tracing {
+  // `OTEL_EXPORTER_OTLP_ENDPOINT` / `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` add an exporter (which reads the rest itself).
+  const env = process.env;
+  const processors: SpanProcessor[] = [new StoreSpanProcessor(options.sink)];
+  const otlp = (env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? '') !== '' || (env.OTEL_EXPORTER_OTLP_ENDPOINT ?? '') !== '';
+  if (otlp) {
+    processors.push(new BatchSpanProcessor(new OTLPTraceExporter()));
+    options.logger.info(
+      { endpoint: env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? env.OTEL_EXPORTER_OTLP_ENDPOINT },
+      'exporting traces to an OTLP collector',
+    );
+  }
+  const provider = new BasicTracerProvider({
+    resource: resourceFromAttributes({
+      'service.name': 'Ratchet',
+      'service.namespace': 'Ratchet',
+      'service.version': options.version,
+      'service.instance.id': `${options.clusterName}/${options.nodeName}`,
+    }),
+    spanProcessors: processors,
+  });
+  return {
+    tracer: provider.getTracer('services', options.version),
+    exportsOtlp: otlp,
+    shutdown: () => provider.shutdown(),
+  };
+}
+
+/** Attributes and status of a span that ended with an error. */
+export function endWithError(span: Span, code: string, message: string, attrs: Attributes = {}): void {
+  span.setAttributes({ 'restate.error.code': code, ...attrs });
+  span.setStatus({ code: SpanStatusCode.ERROR, message });
+  span.end();
+}
+
+export { SpanKind, trace };

@@ -1,0 +1,139 @@
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import type { SpanRecord } from '../../../runtime/src/observability/model.ts';
+import {
+  contextOf,
+  fromHeaders,
+  serializeContext,
+  spanContextOf,
+  toHeaders,
+} from '../../../runtime/src/observability/tracing/context.ts';
+import { InvocationTracer } from '../../../runtime/src/observability/tracing/invocation-tracer.ts';
+import { createTracing } from '../../../runtime/src/observability/tracing/tracing.ts';
+
+const silent = pino({ level: 'silent' });
+
+describe('trace context', () => {
+  it('round-trips a traceparent with its tracestate, and refuses an invalid one', () => {
+    const tp = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    const stored = fromHeaders({ traceparent: tp, tracestate: 'vendor=1' });
+    expect(stored).toBe(`${tp} vendor=1`);
+    expect(toHeaders(stored)).toEqual([
+      ['traceparent', tp],
+      ['tracestate', 'vendor=1'],
+    ]);
+    expect(spanContextOf(stored)).toMatchObject({
+      traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+      spanId: '00f067aa0ba902b7',
+    });
+    expect(serializeContext(spanContextOf(tp)!)).toBe(tp);
+    expect(fromHeaders({ traceparent: '00-00000000000000000000000000000000-00f067aa0ba902b7-01' })).toBeUndefined();
+    expect(fromHeaders({ traceparent: 'garbage' })).toBeUndefined();
+    expect(fromHeaders({})).toBeUndefined();
+    expect(spanContextOf(null)).toBeUndefined();
+    expect(contextOf(undefined)).toBeDefined();
+  });
+});
+
+describe('tracing', () => {
+  it('stores the spans of an invocation: start, attempts (a failed one with its error), end, under one trace', async () => {
+    const spans: SpanRecord[] = [];
+    const tracing = createTracing({
+      clusterName: 'c',
+      nodeName: 'n',
+      version: '1.2.3',
+      sink: { span: (s) => spans.push(s) },
+      logger: silent,
+    });
+    expect(tracing.exportsOtlp).toBe(false);
+    const tracer = new InvocationTracer(tracing.tracer);
+    const req = { id: 'inv_1', target: 'Counter/k/add', service: 'Counter', handler: 'add', key: 'k' };
+    const traceContext = tracer.newTrace({ ...req, parent: undefined, caller: undefined });
+    const inv = { ...req, deploymentId: 'dp_1', attempt: 0, partition: 0, traceContext };
+    tracer.event(inv, { kind: 'started', protocolVersion: 6 });
+    tracer.event(inv, { kind: 'retrying', code: 'RT0007', message: 'boom', stacktrace: 'Error: boom', delayMs: 10 });
+    tracer.event({ ...inv, attempt: 1 }, { kind: 'started', protocolVersion: 6 });
+    tracer.event({ ...inv, attempt: 1 }, { kind: 'replayed', entries: 3 });
+    tracer.event(
+      { ...inv, attempt: 1 },
+      { kind: 'completed', outcome: 'success', code: undefined, message: undefined },
+    );
+    await tracing.shutdown();
+
+    expect(spans.map((s) => s.name)).toEqual([
+      'invocation-start Counter/{key}/add',
+      'invocation-attempt Counter/{key}/add',
+      'invocation-attempt Counter/{key}/add',
+      'invocation-end Counter/{key}/add',
+    ]);
+    const [start, failed, ok, end] = spans;
+    expect(new Set(spans.map((s) => s.traceId)).size).toBe(1);
+    expect(start!.parentSpanId).toBe('');
+    for (const s of [failed, ok, end]) expect(s!.parentSpanId).toBe(start!.spanId);
+    expect(failed).toMatchObject({
+      kind: 1,
+      statusCode: 2,
+      statusMessage: 'boom',
+      attributes: {
+        'restate.invocation.id': 'inv_1',
+        'restate.invocation.target': 'Counter/k/add',
+        'restate.error.code': 'RT0007',
+        'restate.deployment.id': 'dp_1',
+        'rpc.system': 'restate',
+      },
+      events: [{ name: 'exception', attributes: { 'exception.stacktrace': 'Error: boom' } }],
+      resource: { 'service.name': 'Ratchet', 'service.version': '1.2.3', 'service.instance.id': 'c/n' },
+      scope: 'services',
+    });
+    expect(ok!.events.map((e) => e.name)).toEqual(['restate.invocation.lifecycle.replayed']);
+    expect(end!.attributes['restate.invocation.result']).toBe('success');
+    expect(end!.endNs).toBeGreaterThanOrEqual(end!.startNs);
+  });
+
+  it('also exports to an OTLP/HTTP collector named by OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', async () => {
+    const received: { url: string | undefined; type: string | undefined; body: Buffer }[] = [];
+    const server = createServer((req: IncomingMessage, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        received.push({ url: req.url, type: req.headers['content-type'], body: Buffer.concat(chunks) });
+        res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as AddressInfo).port;
+    process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = `http://127.0.0.1:${port}/v1/traces`;
+    try {
+      const stored: SpanRecord[] = [];
+      const tracing = createTracing({
+        clusterName: 'c',
+        nodeName: 'n',
+        version: '1',
+        sink: { span: (s) => stored.push(s) },
+        logger: silent,
+      });
+      expect(tracing.exportsOtlp).toBe(true);
+      new InvocationTracer(tracing.tracer).newTrace({
+        id: 'inv_otlp',
+        target: 'A/b',
+        service: 'A',
+        handler: 'b',
+        key: null,
+        parent: undefined,
+        caller: undefined,
+      });
+      await tracing.shutdown();
+      expect(stored).toHaveLength(1);
+      expect(received).toHaveLength(1);
+      expect(received[0]).toMatchObject({ url: '/v1/traces', type: 'application/x-protobuf' });
+      // The protobuf request carries the span's name and the invocation id attribute.
+      expect(received[0]!.body.includes(Buffer.from('invocation-start A/b'))).toBe(true);
+      expect(received[0]!.body.includes(Buffer.from('inv_otlp'))).toBe(true);
+    } finally {
+      delete process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
+      server.close();
+    }
+  });
+});
