@@ -140,7 +140,8 @@ const sysInvocationStatus: TableDef = {
     { name: 'restarted_from', type: 'LargeUtf8', sql: 'i.restarted_from' },
     { name: 'pinned_deployment_id', type: 'LargeUtf8', sql: 'i.deployment_id' },
     { name: 'pinned_service_protocol_version', type: 'UInt32', sql: 'i.protocol_version' },
-    { name: 'trace_id', type: 'LargeUtf8' },
+    // The trace id of the invocation's spans (traceparent: "00-" trace id "-" …), as on 3100.
+    { name: 'trace_id', type: 'LargeUtf8', sql: 'substr(i.trace_context, 4, 32)' },
     // Scalar subqueries: computed only when a statement asks for the column.
     {
       name: 'journal_size',

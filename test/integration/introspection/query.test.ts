@@ -232,7 +232,7 @@ describe('introspection tables', () => {
 describe('renderings', () => {
   it('JSON: nulls omitted, u64 as bare numbers, ms timestamps, ISO durations, hex binary', async () => {
     const res = await query(
-      `SELECT partition_key, id, created_at, completion_retention, trace_id FROM sys_invocation_status
+      `SELECT partition_key, id, created_at, completion_retention, restarted_from, trace_id FROM sys_invocation_status
        WHERE id = '${lab.greeted}'`,
       'application/json',
     );
@@ -249,7 +249,9 @@ describe('renderings', () => {
     const row = (JSON.parse(text) as { rows: Record<string, unknown>[] }).rows[0];
     expect(row?.['created_at']).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     expect(row?.['completion_retention']).toMatch(/^PT\d+(\.\d{3})?S$/);
-    expect(row).not.toHaveProperty('trace_id');
+    expect(row).not.toHaveProperty('restarted_from');
+    // The trace of its spans (observability on 3100).
+    expect(row?.['trace_id']).toMatch(/^[0-9a-f]{32}$/);
   });
 
   it('Arrow: restate column types, values, and the CLI counters as Int64', async () => {

@@ -131,6 +131,13 @@ describe('invocation traces in the span store', () => {
       'restate.invocation.result': 'success',
     });
     expect(ingress.resource).toMatchObject({ 'service.name': 'Ratchet', 'service.instance.id': 'traces/trace-node' });
+    // SQL introspection names the trace.
+    const q = await fetch(`${runtime!.adminUrl}/query`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      body: JSON.stringify({ query: `SELECT trace_id FROM sys_invocation WHERE id = '${id}'` }),
+    });
+    expect(((await q.json()) as { rows: { trace_id: string }[] }).rows).toEqual([{ trace_id: clientTrace }]);
     // The SDK was handed the invocation's context: its spans join the same trace.
     expect(seenTraceparents.length).toBeGreaterThanOrEqual(2);
     for (const tp of seenTraceparents) expect(tp).toBe(`00-${clientTrace}-${start.span_id}-01`);
