@@ -20,11 +20,12 @@ async function main(): Promise<void> {
     fatal(createLogger({ level: 'info' }), err);
     return;
   }
-  // Every line also goes to the cluster's log store (the observability API on 3100), at its own level.
+  // With the store on, every line also goes to the cluster's log store (the observability API), at its own level.
   const logCapture = new LogCapture();
-  const logger = createLogger(config.log, {
-    capture: { stream: logCapture, level: config.observability.logLevel },
-  });
+  const logger = createLogger(
+    config.log,
+    config.observability.store ? { capture: { stream: logCapture, level: config.observability.logLevel } } : {},
+  );
   for (const w of config.warnings) logger.warn(w);
 
   let lock: (() => Promise<void>) | undefined;

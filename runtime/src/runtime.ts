@@ -31,8 +31,9 @@ import { recordedPartitionCount } from './storage/pg/meta.ts';
 import { PgSchemaStore } from './storage/pg/tables/schema.ts';
 import { migrate } from './storage/pg/migrate.ts';
 import { connectClient, createPool, type Pool } from './storage/pg/pool.ts';
+import { levelPasses } from './telemetry/logger.ts';
 import { createMetrics } from './telemetry/metrics.ts';
-import { observers } from './engine/observer.ts';
+import { observers, type InvocationObserver } from './engine/observer.ts';
 import { InvocationLog } from './observability/invocation-log.ts';
 import { IngressTracer } from './observability/tracing/ingress-tracer.ts';
 import { InvocationTracer } from './observability/tracing/invocation-tracer.ts';
@@ -103,6 +104,69 @@ export async function createSchema(
 }
 
 /**
+ * What observes a node's invocations: with the store on (RATCHET_OBSERVABILITY_STORE), its log lines and spans go to
+ * the cluster's store in batches, off the invocation path; spans also go to an OTLP collector when the standard
+ * variables name one. Without either, invocation lifecycle lines go to stdout at debug level only.
+ */
+function startObservability(
+  config: Config,
+  overrides: NodeOverrides,
+  logger: Logger,
+  databaseUrl: string,
+  cleanups: (() => Promise<void>)[],
+): { observer: InvocationObserver; ingressTracer: IngressTracer | undefined } {
+  const log = logger.child({ component: 'observability' });
+  let writer: ObservabilityWriter | undefined;
+  if (config.observability.store) {
+    const store = new PgObservabilityStore(
+      {
+        databaseUrl,
+        retentionMs: config.observability.retentionMs,
+        maxBytes: config.observability.maxSizeBytes,
+        queryTimeoutMs: config.observability.queryTimeoutMs,
+        retentionIntervalMs: 10 * 60_000,
+      },
+      log,
+    );
+    cleanups.push(() => store.close());
+    const w = new ObservabilityWriter(store, log);
+    writer = w;
+    // Closed after the listeners and the engine (cleanups run in reverse): their last lines are written too.
+    cleanups.push(async () => {
+      overrides.logCapture?.detach();
+      await w.close();
+    });
+    overrides.logCapture?.attach(w, { node: config.nodeName, cluster: config.clusterName });
+    store.startRetention();
+  }
+  const tracing = createTracing({
+    clusterName: config.clusterName,
+    nodeName: config.nodeName,
+    version: RATCHET_VERSION,
+    sink: writer,
+    logger: log,
+  });
+  const capture = writer === undefined ? undefined : overrides.logCapture;
+  const invocationLog = new InvocationLog(
+    logger,
+    capture === undefined
+      ? undefined
+      : {
+          capture,
+          stdout: (level) => levelPasses(level, config.log.level),
+          store: (level) => levelPasses(level, config.observability.logLevel),
+        },
+  );
+  if (tracing === undefined) return { observer: invocationLog, ingressTracer: undefined };
+  // Before the writer closes (cleanups run in reverse): the spans ended last still reach it.
+  cleanups.push(() => tracing.shutdown());
+  return {
+    observer: observers(invocationLog, new InvocationTracer(tracing.tracer)),
+    ingressTracer: new IngressTracer(tracing.tracer),
+  };
+}
+
+/**
  * The composition root: builds and starts one runtime node from its configuration — storage (migrated), schema
  * registry, invoker, engine, cluster coordinator and the listeners. Listeners open last, so nothing is accepted
  * before recovery has run; they close first on stop. `main.ts` and the test harnesses start nodes only through it.
@@ -143,38 +207,7 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
       client.release();
     }
 
-    // The log and trace store: this node's lines and spans go there in batches, off the invocation path.
-    const observabilityStore = new PgObservabilityStore(
-      {
-        databaseUrl,
-        retentionMs: config.observability.retentionMs,
-        maxBytes: config.observability.maxSizeBytes,
-        queryTimeoutMs: config.observability.queryTimeoutMs,
-        retentionIntervalMs: 10 * 60_000,
-      },
-      logger.child({ component: 'observability' }),
-    );
-    cleanups.push(() => observabilityStore.close());
-    const observabilityWriter = new ObservabilityWriter(
-      observabilityStore,
-      logger.child({ component: 'observability' }),
-    );
-    // Closed after the listeners and the engine (cleanups run in reverse): their last lines are written too.
-    cleanups.push(async () => {
-      overrides.logCapture?.detach();
-      await observabilityWriter.close();
-    });
-    overrides.logCapture?.attach(observabilityWriter, { node: config.nodeName, cluster: config.clusterName });
-    observabilityStore.startRetention();
-    const tracing = createTracing({
-      clusterName: config.clusterName,
-      nodeName: config.nodeName,
-      version: RATCHET_VERSION,
-      sink: observabilityWriter,
-      logger: logger.child({ component: 'observability' }),
-    });
-    // Before the writer closes (cleanups run in reverse): the spans ended last still reach it.
-    cleanups.push(() => tracing.shutdown());
+    const observability = startObservability(config, overrides, logger, databaseUrl, cleanups);
 
     // Views first: the role's grants cover what exists when they are made.
     await ensureIntrospectionViews(pool, logger);
@@ -247,7 +280,7 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
         logger,
         metrics,
         onSuspect: (p) => cluster?.suspect(p),
-        observer: observers(new InvocationLog(logger), new InvocationTracer(tracing.tracer)),
+        observer: observability.observer,
       },
     );
     cleanups.push(() => engine.stop());
@@ -281,7 +314,7 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
       requestSizeLimit: 32 * 1024 * 1024,
       auth,
       router,
-      tracer: new IngressTracer(tracing.tracer),
+      tracer: observability.ingressTracer,
     });
     const admin = buildAdminApp({
       registry,

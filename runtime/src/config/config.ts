@@ -30,6 +30,11 @@ export interface ListenerConfig {
 
 /** The observability listener (3100) and the log and trace store behind it; see `observability/README.md`. */
 export interface ObservabilityConfig extends ListenerConfig {
+  /**
+   * Whether this node writes its log lines and spans to the cluster's store. Off by default while their cost is over
+   * its budget (bench/README.md, "Observability"); spans still go to an OTLP collector when one is configured.
+   */
+  readonly store: boolean;
   /** Logs and spans older than this are dropped (in six-hour partitions). */
   readonly retentionMs: number;
   /** Each of the two tables (log lines, spans) is kept under this size on disk, give or take a partition. */
@@ -184,6 +189,7 @@ export const SETTINGS = {
   RATCHET_ADMIN_BIND: 'admin.bind',
   RATCHET_INTROSPECTION_BIND: 'introspection.bind',
   RATCHET_OBSERVABILITY_BIND: 'observability.bind',
+  RATCHET_OBSERVABILITY_STORE: 'observability.store',
   RATCHET_OBSERVABILITY_RETENTION: 'observability.retention',
   RATCHET_OBSERVABILITY_MAX_SIZE: 'observability.max-size',
   RATCHET_OBSERVABILITY_LOG_LEVEL: 'observability.log-level',
@@ -698,6 +704,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
     },
     observability: {
       bind: read.bind('RATCHET_OBSERVABILITY_BIND', { host: '127.0.0.1', port: 3100 }),
+      store: read.oneOf('RATCHET_OBSERVABILITY_STORE', ['on', 'off'] as const, 'off') === 'on',
       retentionMs: read.duration('RATCHET_OBSERVABILITY_RETENTION', '7d', { min: 60_000, max: MAX_SAFE_MS }),
       maxSizeBytes: read.size('RATCHET_OBSERVABILITY_MAX_SIZE', '10 GiB', { min: 1024 * 1024, max: 2 ** 50 }),
       logLevel: read.oneOf('RATCHET_OBSERVABILITY_LOG_LEVEL', LOG_LEVELS, 'debug'),

@@ -1,6 +1,21 @@
 import type { Logger } from 'pino';
 import type { InvocationObserver, LifecycleEvent, ObservedInvocation } from '../engine/observer.ts';
 import { LOG_FIELDS } from '../telemetry/logger.ts';
+import type { LogCapture } from './log-capture.ts';
+
+type Level = 'debug' | 'info' | 'warn';
+
+/**
+ * The log store reached without pino: a lifecycle line that stdout would not show is formatted once, straight into
+ * the store's format, instead of being serialised by pino, parsed back and formatted again by the capture.
+ */
+export interface DirectStore {
+  readonly capture: LogCapture;
+  /** Whether stdout shows lines of this level (RATCHET_LOG_LEVEL). */
+  readonly stdout: (level: Level) => boolean;
+  /** Whether the store keeps lines of this level (RATCHET_OBSERVABILITY_LOG_LEVEL). */
+  readonly store: (level: Level) => boolean;
+}
 
 /**
  * Lifecycle events of invocations as log lines, with the names Restate logs them with (`restate.invocation.id`,
@@ -11,16 +26,22 @@ import { LOG_FIELDS } from '../telemetry/logger.ts';
 export class InvocationLog implements InvocationObserver {
   private readonly log: Logger;
 
-  constructor(logger: Logger) {
+  constructor(
+    logger: Logger,
+    private readonly direct?: DirectStore,
+  ) {
     this.log = logger.child({ component: 'invocation' });
   }
 
   event(inv: ObservedInvocation, e: LifecycleEvent): void {
     const level = levelOf(e);
-    if (!this.log.isLevelEnabled(level)) return;
+    const direct = this.direct;
+    const toStdout = direct === undefined ? this.log.isLevelEnabled(level) : direct.stdout(level);
+    if (!toStdout && !(direct?.store(level) ?? false)) return;
     const fields: Record<string, unknown> = {
-      [LOG_FIELDS.invocationId]: inv.id,
       'restate.invocation.id': inv.id,
+      message: '',
+      [LOG_FIELDS.invocationId]: inv.id,
       'restate.invocation.target': inv.target,
       [LOG_FIELDS.serviceName]: inv.service,
       'rpc.method': inv.handler,
@@ -92,11 +113,28 @@ export class InvocationLog implements InvocationObserver {
         message = `invocation restarted as ${e.newId}`;
         break;
     }
-    this.log[level](fields, message);
+    if (toStdout || direct === undefined) {
+      delete fields.message;
+      this.log[level](fields, message);
+      return;
+    }
+    fields.message = message;
+    const stream = direct.capture.stream(inv.service, level, 'invocation');
+    direct.capture.direct({
+      labels: stream.labels,
+      labelsKey: stream.key,
+      invocationId: inv.id,
+      line: JSON.stringify({
+        timestamp: new Date().toISOString(),
+        level: level.toUpperCase(),
+        fields,
+        target: 'invocation',
+      }),
+    });
   }
 }
 
-function levelOf(e: LifecycleEvent): 'debug' | 'info' | 'warn' {
+function levelOf(e: LifecycleEvent): Level {
   switch (e.kind) {
     case 'retrying':
       return 'warn';

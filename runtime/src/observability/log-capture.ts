@@ -42,6 +42,21 @@ export class LogCapture implements DestinationStream {
   private early: string[] = [];
   /** Nanoseconds of the last line, so that lines of the same millisecond keep their order. */
   private lastNs = 0n;
+  /** Label sets and their stream keys, by service, level and component: a handful, built once each. */
+  private readonly streams = new Map<string, { labels: Record<string, string>; key: string }>();
+
+  /** The stream of a line (cached: computing a stream key per line costs a sort and a JSON text). */
+  stream(service: string, level: string, component: string): { labels: Record<string, string>; key: string } {
+    const k = `${service}\u0000${level}\u0000${component}`;
+    let s = this.streams.get(k);
+    if (s === undefined) {
+      const labels = { ...this.base(level, component), service_name: service };
+      s = { labels, key: streamKey(labels) };
+      if (this.streams.size > 10_000) this.streams.clear();
+      this.streams.set(k, s);
+    }
+    return s;
+  }
 
   write(msg: string): void {
     if (this.sink === undefined) {
@@ -54,6 +69,7 @@ export class LogCapture implements DestinationStream {
   /** From now on lines go to `sink`; those logged before are sent first. */
   attach(sink: LogLineSink, labels: CaptureLabels): void {
     this.labels = labels;
+    this.streams.clear();
     this.sink = sink;
     const early = this.early;
     this.early = [];
@@ -62,6 +78,11 @@ export class LogCapture implements DestinationStream {
 
   detach(): void {
     this.sink = undefined;
+  }
+
+  /** A line that did not go through pino (see InvocationLog): stored as is, in order with the others. */
+  direct(line: Omit<LogLineInsert, 'tsNs'>): void {
+    this.sink?.log({ ...line, tsNs: this.timestampNs(undefined) });
   }
 
   private timestampNs(time: unknown): bigint {
@@ -102,10 +123,7 @@ export class LogCapture implements DestinationStream {
       if (!PINO_FIELDS.has(k) && !(k in fields)) fields[k] = v;
     }
     const service = obj['rpc.service'];
-    const labels = {
-      ...this.base(level, component),
-      service_name: typeof service === 'string' ? service : RUNTIME_SERVICE_NAME,
-    };
+    const stream = this.stream(typeof service === 'string' ? service : RUNTIME_SERVICE_NAME, level, component);
     const time = obj.time;
     const line = JSON.stringify({
       timestamp: typeof time === 'number' ? new Date(time).toISOString() : time,
@@ -115,8 +133,8 @@ export class LogCapture implements DestinationStream {
     });
     return {
       tsNs: this.timestampNs(time),
-      labels,
-      labelsKey: streamKey(labels),
+      labels: stream.labels,
+      labelsKey: stream.key,
       invocationId: typeof invocationId === 'string' ? invocationId : undefined,
       line,
     };

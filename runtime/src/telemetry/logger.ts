@@ -35,6 +35,11 @@ export type Level = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 's
 
 const LEVEL_ORDER: readonly Level[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
 
+/** Whether a line at `level` passes a destination set to `threshold`. */
+export function levelPasses(level: Level, threshold: Level): boolean {
+  return threshold !== 'silent' && LEVEL_ORDER.indexOf(level) >= LEVEL_ORDER.indexOf(threshold);
+}
+
 /**
  * The process's one root logger: JSON lines, `level` as a label (`"info"`, not `30`), ISO time. Every part of the
  * runtime takes a child: `logger.child({ component: 'engine' })`. `level: 'silent'` turns logging off, which is what

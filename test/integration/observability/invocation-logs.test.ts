@@ -37,6 +37,7 @@ describe('invocation logs in the log store', () => {
   let client: pg.Client;
   // An idle stream is closed after 200 ms, so that the handler suspends on its sleep.
   const env = {
+    RATCHET_OBSERVABILITY_STORE: 'on',
     RATCHET_NODE_NAME: 'obs-node',
     RATCHET_RETRY_INITIAL_INTERVAL: '50ms',
     RATCHET_CLUSTER_NAME: 'obs',

@@ -51,6 +51,7 @@ describe('invocation traces in the span store', () => {
   let runtime: RuntimeProcess | undefined;
   let client: pg.Client;
   const env = {
+    RATCHET_OBSERVABILITY_STORE: 'on',
     RATCHET_NODE_NAME: 'trace-node',
     RATCHET_CLUSTER_NAME: 'traces',
     RATCHET_RETRY_INITIAL_INTERVAL: '50ms',

@@ -46,6 +46,7 @@ describe('loadConfig defaults', () => {
       introspection: { bind: { host: '127.0.0.1', port: 9071 } },
       observability: {
         bind: { host: '127.0.0.1', port: 3100 },
+        store: false,
         retentionMs: 7 * 86_400_000,
         maxSizeBytes: 10 * 1024 ** 3,
         logLevel: 'debug',

@@ -46,7 +46,7 @@ describe('tracing', () => {
       version: '1.2.3',
       sink: { span: (s) => spans.push(s) },
       logger: silent,
-    });
+    })!;
     expect(tracing.exportsOtlp).toBe(false);
     const tracer = new InvocationTracer(tracing.tracer);
     const req = { id: 'inv_1', target: 'Counter/k/add', service: 'Counter', handler: 'add', key: 'k' };
@@ -92,6 +92,12 @@ describe('tracing', () => {
     expect(end!.endNs).toBeGreaterThanOrEqual(end!.startNs);
   });
 
+  it('makes no spans at all without a store and a collector', () => {
+    expect(createTracing({ clusterName: 'c', nodeName: 'n', version: '1', sink: undefined, logger: silent })).toBe(
+      undefined,
+    );
+  });
+
   it('also exports to an OTLP/HTTP collector named by OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', async () => {
     const received: { url: string | undefined; type: string | undefined; body: Buffer }[] = [];
     const server = createServer((req: IncomingMessage, res) => {
@@ -113,7 +119,7 @@ describe('tracing', () => {
         version: '1',
         sink: { span: (s) => stored.push(s) },
         logger: silent,
-      });
+      })!;
       expect(tracing.exportsOtlp).toBe(true);
       new InvocationTracer(tracing.tracer).newTrace({
         id: 'inv_otlp',

@@ -18,6 +18,18 @@ function attributes(attrs: Attributes): Record<string, AttributeValue> {
   return out;
 }
 
+/** Resource attributes as records, once per resource (a node has one). */
+const resources = new WeakMap<object, Record<string, AttributeValue>>();
+
+function resourceOf(span: ReadableSpan): Record<string, AttributeValue> {
+  let r = resources.get(span.resource);
+  if (r === undefined) {
+    r = attributes(span.resource.attributes);
+    resources.set(span.resource, r);
+  }
+  return r;
+}
+
 /** A finished span as the store keeps it (OTLP's numbering of span kinds: the API's plus one). */
 export function toSpanRecord(span: ReadableSpan): SpanRecord {
   const sc = span.spanContext();
@@ -42,7 +54,7 @@ export function toSpanRecord(span: ReadableSpan): SpanRecord {
       spanId: l.context.spanId,
       attributes: attributes(l.attributes ?? {}),
     })),
-    resource: attributes(span.resource.attributes),
+    resource: resourceOf(span),
     scope: span.instrumentationScope.name,
   };
 }

@@ -9,8 +9,8 @@ export interface TracingOptions {
   readonly clusterName: string;
   readonly nodeName: string;
   readonly version: string;
-  /** Finished spans go here (the node's observability writer). */
-  readonly sink: SpanSink;
+  /** Finished spans go here (the node's observability writer); undefined when the store is off. */
+  readonly sink: SpanSink | undefined;
   readonly logger: Logger;
 }
 
@@ -26,11 +26,13 @@ export interface Tracing {
  * collector when the standard `OTEL_EXPORTER_OTLP_*` variables name one (the exporter reads them itself: endpoint,
  * headers, timeout, compression). The resource says which node of which cluster emitted a span, as Restate does.
  */
-export function createTracing(options: TracingOptions): Tracing {
+export function createTracing(options: TracingOptions): Tracing | undefined {
   // `OTEL_EXPORTER_OTLP_ENDPOINT` / `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` add an exporter (which reads the rest itself).
   const env = process.env;
-  const processors: SpanProcessor[] = [new StoreSpanProcessor(options.sink)];
+  const processors: SpanProcessor[] = options.sink === undefined ? [] : [new StoreSpanProcessor(options.sink)];
   const otlp = (env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? '') !== '' || (env.OTEL_EXPORTER_OTLP_ENDPOINT ?? '') !== '';
+  // Neither a store nor a collector: no spans at all (they would cost the invocation path for nobody).
+  if (processors.length === 0 && !otlp) return undefined;
   if (otlp) {
     processors.push(new BatchSpanProcessor(new OTLPTraceExporter()));
     options.logger.info(

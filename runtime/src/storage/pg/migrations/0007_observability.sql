@@ -23,7 +23,6 @@ CREATE TABLE ratchet.log_line (
 ) PARTITION BY RANGE (ts_ns);
 CREATE SEQUENCE ratchet.log_line_seq AS bigint CYCLE;
 CREATE INDEX log_line_stream_ts ON ratchet.log_line (stream_id, ts_ns);
-CREATE INDEX log_line_ts ON ratchet.log_line (ts_ns);
 CREATE INDEX log_line_invocation ON ratchet.log_line (invocation_id) WHERE invocation_id IS NOT NULL;
 
 CREATE TABLE ratchet.span (

@@ -51,6 +51,14 @@ function fromRow(r: SpanRow): SpanRecord {
   };
 }
 
+/** JSON texts of resources (one object per node, shared by its spans). */
+const resourceJson = new WeakMap<object, string>();
+function resourceText(resource: object): string {
+  let text = resourceJson.get(resource);
+  if (text === undefined) resourceJson.set(resource, (text = JSON.stringify(resource)));
+  return text;
+}
+
 /** Finished spans in PostgreSQL (`ratchet.span`), written by every node and read by any. */
 export class PgSpanStore implements SpanSource {
   constructor(
@@ -82,12 +90,14 @@ export class PgSpanStore implements SpanSource {
         col((s) => s.statusMessage),
         col((s) => JSON.stringify(s.attributes)),
         col((s) =>
-          JSON.stringify(
-            s.events.map((e) => ({ timeNs: e.timeNs.toString(), name: e.name, attributes: e.attributes })),
-          ),
+          s.events.length === 0
+            ? '[]'
+            : JSON.stringify(
+                s.events.map((e) => ({ timeNs: e.timeNs.toString(), name: e.name, attributes: e.attributes })),
+              ),
         ),
-        col((s) => JSON.stringify(s.links)),
-        col((s) => JSON.stringify(s.resource)),
+        col((s) => (s.links.length === 0 ? '[]' : JSON.stringify(s.links))),
+        col((s) => resourceText(s.resource)),
         col((s) => s.scope),
         col((s) => String(s.resource['service.name'] ?? '')),
         col((s) => {
