@@ -38,6 +38,9 @@ import { InvocationLog } from './observability/invocation-log.ts';
 import { IngressTracer } from './observability/tracing/ingress-tracer.ts';
 import { InvocationTracer } from './observability/tracing/invocation-tracer.ts';
 import { createTracing } from './observability/tracing/tracing.ts';
+import { buildObservabilityApp } from './observability/listener/app.ts';
+import { lokiRoutes } from './observability/listener/loki-routes.ts';
+import type { LogSource } from './observability/model.ts';
 import type { LogCapture } from './observability/log-capture.ts';
 import { ObservabilityWriter } from './observability/writer.ts';
 import { PgObservabilityStore } from './storage/pg/observability/store.ts';
@@ -52,6 +55,8 @@ export interface RuntimeHandle {
   metrics: BindAddress;
   /** The PostgreSQL wire-protocol listener (SQL introspection). */
   sql: BindAddress;
+  /** The log API listener (Loki-compatible), bound only with the observability store on. */
+  observability: BindAddress | undefined;
   engine: Engine;
   cluster: ClusterCoordinator;
   cleaner: RetentionCleaner;
@@ -114,9 +119,10 @@ function startObservability(
   logger: Logger,
   databaseUrl: string,
   cleanups: (() => Promise<void>)[],
-): { observer: InvocationObserver; ingressTracer: IngressTracer | undefined } {
+): { observer: InvocationObserver; ingressTracer: IngressTracer | undefined; logs: LogSource | undefined } {
   const log = logger.child({ component: 'observability' });
   let writer: ObservabilityWriter | undefined;
+  let logs: LogSource | undefined;
   if (config.observability.store) {
     const store = new PgObservabilityStore(
       {
@@ -129,6 +135,7 @@ function startObservability(
       log,
     );
     cleanups.push(() => store.close());
+    logs = store.logs;
     const w = new ObservabilityWriter(store, log);
     writer = w;
     // Closed after the listeners and the engine (cleanups run in reverse): their last lines are written too.
@@ -157,12 +164,13 @@ function startObservability(
           store: (level) => levelPasses(level, config.observability.logLevel),
         },
   );
-  if (tracing === undefined) return { observer: invocationLog, ingressTracer: undefined };
+  if (tracing === undefined) return { observer: invocationLog, ingressTracer: undefined, logs };
   // Before the writer closes (cleanups run in reverse): the spans ended last still reach it.
   cleanups.push(() => tracing.shutdown());
   return {
     observer: observers(invocationLog, new InvocationTracer(tracing.tracer)),
     ingressTracer: new IngressTracer(tracing.tracer),
+    logs,
   };
 }
 
@@ -351,6 +359,22 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
     const ingressBound = await listen(ingress, config.ingress.bind, 'ingress', cleanups, logger);
     const adminBound = await listen(admin, config.admin.bind, 'admin', cleanups, logger);
     const metricsBound = await listen(probes, config.metrics.bind, 'metrics', cleanups, logger);
+    // The Loki-compatible log API on 3100, over the cluster's store (only with the store on).
+    const observabilityBound =
+      observability.logs === undefined
+        ? undefined
+        : await listen(
+            buildObservabilityApp({
+              routes: lokiRoutes(observability.logs),
+              logger,
+              auth,
+              isReady: () => cluster?.ready() ?? false,
+            }),
+            config.observability.bind,
+            'observability',
+            cleanups,
+            logger,
+          );
     const sql = await startPgWireListener({
       config: config.introspection,
       clusterName: config.clusterName,
@@ -408,6 +432,7 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
         admin: formatBindAddress(adminBound),
         metrics: formatBindAddress(metricsBound),
         introspection: formatBindAddress(sql.address),
+        ...(observabilityBound === undefined ? {} : { observability: formatBindAddress(observabilityBound) }),
       },
       'Ratchet is ready',
     );
@@ -417,6 +442,7 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
       admin: adminBound,
       metrics: metricsBound,
       sql: sql.address,
+      observability: observabilityBound,
       engine,
       cluster: started,
       cleaner,

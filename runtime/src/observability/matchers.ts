@@ -7,8 +7,12 @@ const compiled = new Map<string, RegExp>();
 export function anchoredRegex(source: string): RegExp {
   let re = compiled.get(source);
   if (re === undefined) {
+    // RE2's leading flag groups (`(?i)`, `(?s)`, `(?is)` …), which JavaScript has only as flags.
+    const flags = /^\(\?([imsU]+)\)/.exec(source);
+    const body = flags === null ? source : source.slice(flags[0].length);
+    const jsFlags = new Set(['s', ...(flags?.[1] ?? '').replace(/U/g, '').split('')]);
     try {
-      re = new RegExp(`^(?:${source})$`, 's');
+      re = new RegExp(`^(?:${body})$`, [...jsFlags].join(''));
     } catch (err) {
       throw new ObservabilityQueryError(
         `invalid regular expression ${JSON.stringify(source)}: ${(err as Error).message}`,

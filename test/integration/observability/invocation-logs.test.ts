@@ -143,4 +143,58 @@ describe('invocation logs in the log store', () => {
     expect(got.filter((e) => e === 'completed')).toHaveLength(1);
     expect(got.at(-1)).toBe('completed');
   }, 45_000);
+  it('answers Loki queries on the observability listener as logcli and Grafana send them', async () => {
+    failures = 0;
+    const res = await fetch(`${runtime!.ingressUrl}/Flaky/run/send`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '0',
+    });
+    const { invocationId: id } = (await res.json()) as { invocationId: string };
+    await waitFor(async () => expect(events(await linesOf(id))).toContain('completed'), 15_000);
+    const loki = async (path: string, params: Record<string, string>): Promise<Response> =>
+      fetch(`${runtime!.observabilityUrl}/loki/api/v1/${path}?${new URLSearchParams(params).toString()}`, {
+        headers: { 'x-scope-orgid': 'ignored' },
+      });
+    type Streams = {
+      status: string;
+      data: { resultType: string; result: { stream: Record<string, string>; values: [string, string][] }[] };
+    };
+
+    // The derived-field recipe: a line filter on the id.
+    const byLine = (await (
+      await loki('query_range', { query: `{service_name="Flaky"} |= "${id}"`, limit: '100' })
+    ).json()) as Streams;
+    expect(byLine.status).toBe('success');
+    expect(byLine.data.resultType).toBe('streams');
+    const lines = byLine.data.result.flatMap((r) =>
+      r.values.map(([, l]) => JSON.parse(l) as { fields: Record<string, string> }),
+    );
+    expect(lines.map((l) => l.fields['restate.invocation.event'])).toContain('retrying');
+    expect(byLine.data.result[0]!.stream).toMatchObject({ service_name: 'Flaky', node: 'obs-node', cluster: 'obs' });
+
+    // `| json` flattens Restate's fields into labels that filter.
+    const byLabel = (await (
+      await loki('query_range', {
+        query: `{component="invocation"} | json | fields_restate_invocation_id="${id}" | fields_restate_error_code="RT0007"`,
+      })
+    ).json()) as Streams;
+    expect(byLabel.data.result.flatMap((r) => r.values)).toHaveLength(1);
+
+    // Labels, values, Grafana's health check, a bad query.
+    expect(((await (await loki('labels', {})).json()) as { data: string[] }).data).toEqual(
+      expect.arrayContaining(['cluster', 'component', 'level', 'node', 'service_name']),
+    );
+    expect(((await (await loki('label/service_name/values', {})).json()) as { data: string[] }).data).toEqual(
+      expect.arrayContaining(['Flaky', 'ratchet']),
+    );
+    const health = (await (await loki('query', { query: 'vector(1)+vector(1)' })).json()) as {
+      data: { result: { value: [number, string] }[] };
+    };
+    expect(health.data.result[0]!.value[1]).toBe('2');
+    const bad = await loki('query_range', { query: '{service_name="Flaky"' });
+    expect(bad.status).toBe(400);
+    expect(await bad.text()).toMatch(/parse error at line 1, col \d+/);
+    expect((await fetch(`${runtime!.observabilityUrl}/ready`)).status).toBe(200);
+  }, 30_000);
 });
