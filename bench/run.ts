@@ -7,7 +7,8 @@ import { LoadGenerator, forkModule, startServiceHost } from './children.ts';
 import { startRatchetCluster, type RatchetCluster } from './cluster.ts';
 import { Abort, describe, log, settleAll, sleep } from './control.ts';
 import { measure, type Stack } from './measure.ts';
-import { clusterRatios, formatClusterReport, formatReport, ratios, summarize, targets } from './report.ts';
+import { formatClusterReport, formatReport } from './report-tables.ts';
+import { clusterRatios, ratios, summarize, targets } from './report.ts';
 import {
   PROTOCOL_VERSION,
   clusterName,

@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { recordUpdate, renderManagedFields, serverSideApply, type FieldScope, type ManagedEntry } from './apply.ts';
+import { recordUpdate, renderManagedFields, serverSideApply, type ManagedEntry } from './apply.ts';
 import {
   KubeError,
   alreadyExists,
@@ -13,6 +13,20 @@ import {
 } from './errors.ts';
 import { jsonPatch, mergePatch, strategicMergePatch } from './patch.ts';
 import { resourceKey, type Registry } from './registry.ts';
+import {
+  comparable,
+  crdStatus,
+  MICRO_TIME,
+  MICRO_TIME_FIELDS,
+  mergeStringData,
+  NAME_ALPHABET,
+  nameProblem,
+  now,
+  pendingFinalizers,
+  scopeOf,
+  specPart,
+  type WriteTarget,
+} from './object-rules.ts';
 import { selectorString } from './selectors.ts';
 import {
   apiVersionOf,
@@ -20,7 +34,6 @@ import {
   deepEqual,
   getField,
   isObject,
-  scalarString,
   setField,
   type ChangeEvent,
   type JsonObject,
@@ -38,8 +51,7 @@ export const CRD_CLEANUP_FINALIZER = 'customresourcecleanup.apiextensions.k8s.io
 /** The manager recorded for writes made through the test-side store API. */
 export const STORE_MANAGER = 'fake-kube';
 
-/** `main` is a write to the resource, `status` to its /status, `raw` a test-side write that may touch everything. */
-export type WriteTarget = 'main' | 'status' | 'raw';
+export { now, pendingFinalizers, type WriteTarget } from './object-rules.ts';
 
 export type PatchType = 'merge' | 'strategic' | 'json' | 'apply';
 
@@ -58,77 +70,6 @@ export interface DeleteOptions {
 interface Entry {
   object: KubeObject;
   managed: ManagedEntry[];
-}
-
-export function now(): string {
-  return new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
-}
-
-/**
- * MicroTime fields must carry exactly six fractional digits: the real server parses them with a fixed layout, and
- * rejects what `Date.toJSON()` produces (client-node passes Dates in these fields through unchanged).
- */
-const MICRO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}(Z|[+-]\d{2}:\d{2})$/;
-const MICRO_TIME_FIELDS: Record<string, readonly string[]> = {
-  'coordination.k8s.io/leases': ['spec.acquireTime', 'spec.renewTime'],
-  'events.k8s.io/events': ['eventTime', 'series.lastObservedTime'],
-  '/events': ['eventTime', 'series.lastObservedTime'],
-};
-
-const NAME_ALPHABET = 'bcdfghjklmnpqrstvwxz2456789';
-const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-
-function nameProblem(info: ResourceInfo, name: string): string | undefined {
-  if (info.group === 'rbac.authorization.k8s.io') {
-    return name === '.' || name === '..' || /[/%]/.test(name) ? `may not contain '/' or '%'` : undefined;
-  }
-  const label = info.plural === 'namespaces' || (info.group === '' && info.plural === 'services');
-  if (label && (name.length > 63 || !DNS_LABEL.test(name))) {
-    return `a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character`;
-  }
-  if (name.length > 253 || !DNS_SUBDOMAIN.test(name)) {
-    return `a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character`;
-  }
-  return undefined;
-}
-
-/** Secret `stringData` is write-only: the server merges it into `data` (base64), where it wins, and drops it. */
-function mergeStringData(secret: KubeObject): void {
-  const stringData = secret['stringData'];
-  delete secret['stringData'];
-  if (!isObject(stringData)) return;
-  const data: JsonObject = isObject(secret['data']) ? { ...secret['data'] } : {};
-  for (const [key, value] of Object.entries(stringData))
-    data[key] = Buffer.from(scalarString(value)).toString('base64');
-  secret['data'] = data;
-}
-
-/** Finalizers that still block removal; a Namespace also waits for its `spec.finalizers`. */
-export function pendingFinalizers(object: KubeObject): string[] {
-  const spec = object['spec'];
-  const specFinalizers =
-    object.kind === 'Namespace' && isObject(spec) && Array.isArray(spec['finalizers'])
-      ? (spec['finalizers'] as string[])
-      : [];
-  return [...(object.metadata.finalizers ?? []), ...specFinalizers];
-}
-
-function scopeOf(info: ResourceInfo, target: WriteTarget): FieldScope {
-  if (target === 'status') return (k) => k === 'status';
-  if (target === 'main' && info.status) return (k) => k !== 'status';
-  return () => true;
-}
-
-/** Objects sans the fields that every write rewrites, for no-op and generation checks. */
-function comparable(object: KubeObject): JsonObject {
-  const { managedFields: _m, resourceVersion: _r, ...metadata } = object.metadata;
-  return { ...object, metadata };
-}
-
-function specPart(object: KubeObject): JsonObject {
-  const { metadata: _m, status: _s, apiVersion: _a, kind: _k, ...rest } = object;
-  return rest;
 }
 
 export class Store {
@@ -642,31 +583,4 @@ export class Store {
     }
     for (const subscriber of [...this.subscribers]) subscriber(event);
   }
-}
-
-/** Established and NamesAccepted at once: the fake has no naming conflicts to wait for. */
-function crdStatus(crd: KubeObject, old: KubeObject | undefined): JsonObject {
-  const spec = isObject(crd['spec']) ? crd['spec'] : {};
-  const versions = (Array.isArray(spec['versions']) ? spec['versions'] : []).filter(isObject);
-  const storage = versions.find((v) => v['storage'] === true)?.['name'];
-  const oldStatus = isObject(old?.['status']) ? old['status'] : {};
-  const stored = Array.isArray(oldStatus['storedVersions']) ? (oldStatus['storedVersions'] as string[]) : [];
-  const oldConditions = Array.isArray(oldStatus['conditions']) ? oldStatus['conditions'].filter(isObject) : [];
-  const terminating = crd.metadata.deletionTimestamp !== undefined;
-  const condition = (type: string, status: string, reason: string, message: string): JsonObject => {
-    const previous = oldConditions.find((c) => c['type'] === type);
-    const lastTransitionTime = previous?.['status'] === status ? previous['lastTransitionTime'] : now();
-    return { type, status, reason, message, lastTransitionTime };
-  };
-  return {
-    acceptedNames: clone(spec['names'] ?? {}),
-    storedVersions: typeof storage === 'string' && !stored.includes(storage) ? [...stored, storage] : stored,
-    conditions: [
-      condition('NamesAccepted', 'True', 'NoConflicts', 'no conflicts found'),
-      condition('Established', 'True', 'InitialNamesAccepted', 'the initial names have been accepted'),
-      ...(terminating
-        ? [condition('Terminating', 'True', 'InstanceDeletionInProgress', 'CustomResource deletion is in progress')]
-        : []),
-    ],
-  };
 }
