@@ -60,11 +60,12 @@ let db: TestDatabase;
 let endpoint: SdkEndpoint;
 let runtime: TestRuntime;
 let metricsUrl: string;
-const tokens: Record<'full' | 'admin' | 'ingress' | 'awakeables', string> = {
+const tokens: Record<'full' | 'admin' | 'ingress' | 'awakeables' | 'observability', string> = {
   full: '',
   admin: '',
   ingress: '',
   awakeables: '',
+  observability: '',
 };
 
 beforeAll(async () => {
@@ -76,10 +77,15 @@ beforeAll(async () => {
   tokens.admin = await mint(rsa, { aud: [CLUSTER], role: 'admin', exp: nowSeconds() + 3600 }, 'rsa-1');
   tokens.ingress = await mint(ec, { aud: CLUSTER, role: 'ingress', nbf: nowSeconds() - 10 }, 'ec-1');
   tokens.awakeables = await mint(ed, { aud: CLUSTER, role: 'awakeables' });
+  tokens.observability = await mint(ec, { aud: CLUSTER, role: 'observability' }, 'ec-1');
 
   db = await createTestDatabase();
   endpoint = await startEndpoint({ services: [greeter, approvals], transport: 'h2' });
-  runtime = await startTestRuntime(db.url, { RATCHET_CLUSTER_NAME: CLUSTER, RATCHET_AUTH_KEYS_FILE: keysFile });
+  runtime = await startTestRuntime(db.url, {
+    RATCHET_CLUSTER_NAME: CLUSTER,
+    RATCHET_AUTH_KEYS_FILE: keysFile,
+    RATCHET_OBSERVABILITY_STORE: 'on',
+  });
   metricsUrl = `http://127.0.0.1:${runtime.handle.metrics.port}`;
   const registered = await send('POST', `${runtime.adminUrl}/deployments`, {
     token: tokens.full,
@@ -281,5 +287,41 @@ describe('the metrics listener', () => {
       const res = await send('GET', `${metricsUrl}${path}`);
       expect(res.status, path).toBe(200);
     }
+  });
+});
+
+describe('the observability listener (3100)', () => {
+  const labels = (token?: string, headers?: Record<string, string>): Promise<Answer> =>
+    send('GET', `http://127.0.0.1:${runtime.handle.observability!.port}/loki/api/v1/labels`, {
+      ...(token === undefined ? {} : { token }),
+      ...(headers === undefined ? {} : { headers }),
+    });
+
+  it('refuses no token, a bad token and a token for another cluster with 401', async () => {
+    const none = await labels();
+    expect(none.status).toBe(401);
+    expect(none.headers.get('www-authenticate')).toBe('Bearer');
+    expect(none.text).toMatch(/missing bearer token/);
+    const forged = await labels(await mint(stranger, { aud: CLUSTER, role: 'full' }));
+    expect(forged.status).toBe(401);
+    expect(forged.headers.get('www-authenticate')).toBe('Bearer error="invalid_token"');
+    expect((await labels(await mint(ed, { aud: 'other-cluster', role: 'full' }, 'ed-1'))).status).toBe(401);
+  });
+
+  it('opens to full, admin and observability, not to ingress or awakeables (403), and ignores X-Scope-OrgID', async () => {
+    for (const role of ['full', 'admin', 'observability'] as const) {
+      const res = await labels(tokens[role], { 'x-scope-orgid': 'tenant-a' });
+      expect(res.status, `${role}: ${res.text}`).toBe(200);
+      expect(JSON.parse(res.text)).toMatchObject({ status: 'success' });
+    }
+    for (const role of ['ingress', 'awakeables'] as const) {
+      const res = await labels(tokens[role]);
+      expect(res.status).toBe(403);
+      expect(res.headers.get('www-authenticate')).toBe('Bearer error="insufficient_scope"');
+      expect(res.text).toMatch(new RegExp(`role '${role}' does not allow the log and trace API`));
+    }
+    // The observability role opens nothing else.
+    expect((await deployments(tokens.observability)).status).toBe(403);
+    expect((await greet(tokens.observability)).status).toBe(403);
   });
 });
