@@ -40,7 +40,8 @@ import { InvocationTracer } from './observability/tracing/invocation-tracer.ts';
 import { createTracing } from './observability/tracing/tracing.ts';
 import { buildObservabilityApp } from './observability/listener/app.ts';
 import { lokiRoutes } from './observability/listener/loki-routes.ts';
-import type { LogSource } from './observability/model.ts';
+import { tempoRoutes } from './observability/listener/tempo-routes.ts';
+import type { LogSource, SpanSource } from './observability/model.ts';
 import type { LogCapture } from './observability/log-capture.ts';
 import { ObservabilityWriter } from './observability/writer.ts';
 import { PgObservabilityStore } from './storage/pg/observability/store.ts';
@@ -119,10 +120,16 @@ function startObservability(
   logger: Logger,
   databaseUrl: string,
   cleanups: (() => Promise<void>)[],
-): { observer: InvocationObserver; ingressTracer: IngressTracer | undefined; logs: LogSource | undefined } {
+): {
+  observer: InvocationObserver;
+  ingressTracer: IngressTracer | undefined;
+  logs: LogSource | undefined;
+  spans: SpanSource | undefined;
+} {
   const log = logger.child({ component: 'observability' });
   let writer: ObservabilityWriter | undefined;
   let logs: LogSource | undefined;
+  let spans: SpanSource | undefined;
   if (config.observability.store) {
     const store = new PgObservabilityStore(
       {
@@ -136,6 +143,7 @@ function startObservability(
     );
     cleanups.push(() => store.close());
     logs = store.logs;
+    spans = store.spans;
     const w = new ObservabilityWriter(store, log);
     writer = w;
     // Closed after the listeners and the engine (cleanups run in reverse): their last lines are written too.
@@ -164,13 +172,14 @@ function startObservability(
           store: (level) => levelPasses(level, config.observability.logLevel),
         },
   );
-  if (tracing === undefined) return { observer: invocationLog, ingressTracer: undefined, logs };
+  if (tracing === undefined) return { observer: invocationLog, ingressTracer: undefined, logs, spans };
   // Before the writer closes (cleanups run in reverse): the spans ended last still reach it.
   cleanups.push(() => tracing.shutdown());
   return {
     observer: observers(invocationLog, new InvocationTracer(tracing.tracer)),
     ingressTracer: new IngressTracer(tracing.tracer),
     logs,
+    spans,
   };
 }
 
@@ -359,13 +368,13 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
     const ingressBound = await listen(ingress, config.ingress.bind, 'ingress', cleanups, logger);
     const adminBound = await listen(admin, config.admin.bind, 'admin', cleanups, logger);
     const metricsBound = await listen(probes, config.metrics.bind, 'metrics', cleanups, logger);
-    // The Loki-compatible log API on 3100, over the cluster's store (only with the store on).
+    // The Loki- and Tempo-compatible API on 3100, over the cluster's store (only with the store on).
     const observabilityBound =
-      observability.logs === undefined
+      observability.logs === undefined || observability.spans === undefined
         ? undefined
         : await listen(
             buildObservabilityApp({
-              routes: lokiRoutes(observability.logs),
+              routes: [...lokiRoutes(observability.logs), ...tempoRoutes(observability.spans)],
               logger,
               auth,
               isReady: () => cluster?.ready() ?? false,

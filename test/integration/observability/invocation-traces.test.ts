@@ -206,4 +206,51 @@ describe('invocation traces in the span store', () => {
     for (const s of rest) expect(s.parent_span_id).toBe(start[0]!.span_id);
     expect(all.filter((s) => s.name === 'invocation-end Traced/run')).toHaveLength(1);
   }, 45_000);
+  it('answers Tempo queries for an invocation: by trace id, by tags and by TraceQL, as Grafana sends them', async () => {
+    failures = 0;
+    const res = await fetch(`${runtime!.ingressUrl}/Traced/run`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '0',
+    });
+    const id = res.headers.get('x-restate-id')!;
+    await waitFor(async () =>
+      expect((await spans("attributes->>'restate.invocation.id'", id)).map((s) => s.name)).toContain(
+        'invocation-end Traced/run',
+      ),
+    );
+    const traceId = (await spans("attributes->>'restate.invocation.id'", id))[0]!.trace_id;
+    const tempo = (path: string, init?: RequestInit): Promise<Response> =>
+      fetch(`${runtime!.observabilityUrl}${path}`, init);
+    const start = Math.floor(Date.now() / 1000) - 600;
+    const end = Math.floor(Date.now() / 1000) + 60;
+
+    const trace = (await (await tempo(`/api/traces/${traceId}`)).json()) as {
+      batches: { scopeSpans: { spans: { name: string }[] }[] }[];
+    };
+    const names = trace.batches.flatMap((b) => b.scopeSpans.flatMap((ss) => ss.spans.map((x) => x.name)));
+    expect(names).toEqual(expect.arrayContaining(['invocation-start Traced/run', 'invocation-end Traced/run']));
+    const proto = await tempo(`/api/traces/${traceId}`, { headers: { accept: 'application/protobuf' } });
+    expect(proto.headers.get('content-type')).toContain('application/protobuf');
+    expect(Buffer.from(await proto.arrayBuffer()).includes(Buffer.from(id))).toBe(true);
+
+    type Found = { traces: { traceID: string }[] };
+    const byTags = (await (
+      await tempo(
+        `/api/search?${new URLSearchParams({ tags: `service.invocation.id=${id}`, start: `${start}`, end: `${end}` })}`,
+      )
+    ).json()) as Found;
+    expect(byTags.traces.map((t) => t.traceID.padStart(32, '0'))).toEqual([traceId]);
+    const byTraceQL = (await (
+      await tempo(
+        `/api/search?${new URLSearchParams({ q: `{ .restate.invocation.id = "${id}" }`, start: `${start}`, end: `${end}` })}`,
+      )
+    ).json()) as Found;
+    expect(byTraceQL.traces.map((t) => t.traceID.padStart(32, '0'))).toEqual([traceId]);
+    const bad = await tempo(`/api/search?${new URLSearchParams({ q: '{ .a = ' })}`);
+    expect(bad.status).toBe(400);
+    expect(await bad.text()).toMatch(/parse error at line 1, col \d+/);
+    expect(await (await tempo('/api/echo')).text()).toBe('echo');
+    expect((await tempo(`/api/traces/${'f'.repeat(32)}`)).status).toBe(404);
+  }, 30_000);
 });
