@@ -211,7 +211,8 @@ export interface SleepCommand {
   name: string;
 }
 
-export interface CallCommand {
+/** What Call and OneWayCall both carry (their field numbers differ: see journal-calls-codec.ts). */
+export interface CallRequest {
   serviceName: string;
   handlerName: string;
   parameter: Uint8Array;
@@ -223,25 +224,16 @@ export interface CallCommand {
   /** V7+. */
   limitKey?: string;
   invocationIdNotificationIdx: number;
-  resultCompletionId: number;
   name: string;
+}
+
+export interface CallCommand extends CallRequest {
+  resultCompletionId: number;
 }
 
-export interface OneWayCallCommand {
-  serviceName: string;
-  handlerName: string;
-  parameter: Uint8Array;
+export interface OneWayCallCommand extends CallRequest {
   /** Absolute Unix epoch milliseconds; 0 = now. */
   invokeTime: bigint;
-  headers: Header[];
-  key: string;
-  idempotencyKey?: string;
-  /** V7+. */
-  scope?: string;
-  /** V7+. */
-  limitKey?: string;
-  invocationIdNotificationIdx: number;
-  name: string;
 }
 
 export interface SendSignalCommand {

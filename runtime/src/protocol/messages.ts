@@ -1,96 +1,41 @@
 import { BinaryReader, BinaryWriter } from '@bufbuild/protobuf/wire';
 import {
-  readAwaitingOn,
-  readCommandAck,
-  readEnd,
-  readError,
-  readProposeRunCompletion,
-  readProposeRunCompletionAck,
-  readStart,
-  readSuspension,
-  writeAwaitingOn,
-  writeCommandAck,
-  writeError,
-  writeNothing,
-  writeProposeRunCompletion,
-  writeProposeRunCompletionAck,
-  writeStart,
-  writeSuspension,
+  AWAITING_ON,
+  COMMAND_ACK,
+  END,
+  ERROR,
+  PROPOSE_RUN_COMPLETION,
+  PROPOSE_RUN_COMPLETION_ACK,
+  START,
+  SUSPENSION,
 } from './control-codec.ts';
 import { ProtocolViolationError } from './errors.ts';
+import type { MessageSchema } from './fields.ts';
 import { FRAME_HEADER_SIZE } from './framing.ts';
 import {
-  readClearState,
-  readCompletePromise,
-  readCompletionIdAndName,
-  readGetEagerState,
-  readGetEagerStateKeys,
-  readGetLazyState,
-  readGetPromise,
-  readInput,
-  readNameOnly,
-  readOutput,
-  readSetState,
-  readSleep,
-  writeClearState,
-  writeCompletePromise,
-  writeCompletionIdAndName,
-  writeGetEagerState,
-  writeGetEagerStateKeys,
-  writeGetLazyState,
-  writeGetPromise,
-  writeInput,
-  writeNameOnly,
-  writeOutput,
-  writeSetState,
-  writeSleep,
+  CLEAR_STATE,
+  COMPLETE_PROMISE,
+  COMPLETION_ID_AND_NAME,
+  GET_EAGER_STATE,
+  GET_EAGER_STATE_KEYS,
+  GET_LAZY_STATE,
+  GET_PROMISE,
+  INPUT,
+  NAME_ONLY,
+  OUTPUT,
+  SET_STATE,
+  SLEEP,
 } from './journal-codec.ts';
 import {
-  readAttachInvocation,
-  readCall,
-  readCompleteAwakeable,
-  readNotification,
-  readOneWayCall,
-  readSendSignal,
-  writeAttachInvocation,
-  writeCall,
-  writeCompleteAwakeable,
-  writeNotification,
-  writeOneWayCall,
-  writeSendSignal,
+  ATTACH_INVOCATION,
+  CALL,
+  COMPLETE_AWAKEABLE,
+  NOTIFICATION,
+  ONE_WAY_CALL,
+  SEND_SIGNAL,
 } from './journal-calls-codec.ts';
-import type {
-  AttachInvocationCommand,
-  AwaitingOnMessage,
-  CallCommand,
-  ClearAllStateCommand,
-  ClearStateCommand,
-  CommandAckMessage,
-  CompleteAwakeableCommand,
-  CompletePromiseCommand,
-  EndMessage,
-  ErrorMessage,
-  GetEagerStateCommand,
-  GetEagerStateKeysCommand,
-  GetInvocationOutputCommand,
-  GetLazyStateCommand,
-  GetLazyStateKeysCommand,
-  GetPromiseCommand,
-  InputCommand,
-  NotificationMessage,
-  OneWayCallCommand,
-  OutputCommand,
-  PeekPromiseCommand,
-  ProposeRunCompletionAckMessage,
-  ProposeRunCompletionMessage,
-  RunCommand,
-  SendSignalCommand,
-  SetStateCommand,
-  SleepCommand,
-  StartMessage,
-  SuspensionMessage,
-} from './message-schema.ts';
-import { MessageType, messageTypeName } from './message-types.ts';
+import type { EndMessage, NotificationMessage, StartMessage } from './message-schema.ts';
+import { MessageType, messageTypeKey, messageTypeName } from './message-types.ts';
 import type { MessageTypeId } from './message-types.ts';
 
 export { CombinatorType, ErrorBehavior } from './message-schema.ts';
@@ -157,6 +102,55 @@ export type { MessageTypeId } from './message-types.ts';
  * - repeated u32 are packed (unpacked ones are accepted when decoding); unknown fields are skipped.
  */
 
+const CODECS = {
+  [MessageType.Start]: START,
+  [MessageType.Suspension]: SUSPENSION,
+  [MessageType.Error]: ERROR,
+  [MessageType.End]: END,
+  [MessageType.CommandAck]: COMMAND_ACK,
+  [MessageType.ProposeRunCompletion]: PROPOSE_RUN_COMPLETION,
+  [MessageType.AwaitingOn]: AWAITING_ON,
+  [MessageType.ProposeRunCompletionAck]: PROPOSE_RUN_COMPLETION_ACK,
+  [MessageType.InputCommand]: INPUT,
+  [MessageType.OutputCommand]: OUTPUT,
+  [MessageType.GetLazyStateCommand]: GET_LAZY_STATE,
+  [MessageType.SetStateCommand]: SET_STATE,
+  [MessageType.ClearStateCommand]: CLEAR_STATE,
+  [MessageType.ClearAllStateCommand]: NAME_ONLY,
+  [MessageType.GetLazyStateKeysCommand]: COMPLETION_ID_AND_NAME,
+  [MessageType.GetEagerStateCommand]: GET_EAGER_STATE,
+  [MessageType.GetEagerStateKeysCommand]: GET_EAGER_STATE_KEYS,
+  [MessageType.GetPromiseCommand]: GET_PROMISE,
+  [MessageType.PeekPromiseCommand]: GET_PROMISE,
+  [MessageType.CompletePromiseCommand]: COMPLETE_PROMISE,
+  [MessageType.SleepCommand]: SLEEP,
+  [MessageType.CallCommand]: CALL,
+  [MessageType.OneWayCallCommand]: ONE_WAY_CALL,
+  [MessageType.SendSignalCommand]: SEND_SIGNAL,
+  [MessageType.RunCommand]: COMPLETION_ID_AND_NAME,
+  [MessageType.AttachInvocationCommand]: ATTACH_INVOCATION,
+  [MessageType.GetInvocationOutputCommand]: ATTACH_INVOCATION,
+  [MessageType.CompleteAwakeableCommand]: COMPLETE_AWAKEABLE,
+  [MessageType.GetLazyStateCompletionNotification]: NOTIFICATION,
+  [MessageType.GetLazyStateKeysCompletionNotification]: NOTIFICATION,
+  [MessageType.GetPromiseCompletionNotification]: NOTIFICATION,
+  [MessageType.PeekPromiseCompletionNotification]: NOTIFICATION,
+  [MessageType.CompletePromiseCompletionNotification]: NOTIFICATION,
+  [MessageType.SleepCompletionNotification]: NOTIFICATION,
+  [MessageType.CallCompletionNotification]: NOTIFICATION,
+  [MessageType.CallInvocationIdCompletionNotification]: NOTIFICATION,
+  [MessageType.RunCompletionNotification]: NOTIFICATION,
+  [MessageType.AttachInvocationCompletionNotification]: NOTIFICATION,
+  [MessageType.GetInvocationOutputCompletionNotification]: NOTIFICATION,
+  [MessageType.SignalNotification]: NOTIFICATION,
+} satisfies Record<MessageTypeId, unknown>;
+
+/** Message type id → its decoded shape. */
+export type MessageMap = { [K in MessageTypeId]: (typeof CODECS)[K] extends MessageSchema<infer T> ? T : never };
+
+/** Tagged union of every known message; switch on `type` to narrow `message`. */
+export type DecodedMessage = { [K in MessageTypeId]: { type: K; message: MessageMap[K] } }[MessageTypeId];
+
 const WRITER_RETAIN_LIMIT = 256 * 1024;
 let sharedWriter = new BinaryWriter();
 
@@ -164,11 +158,11 @@ let sharedWriter = new BinaryWriter();
  * Encoding is synchronous and never re-entrant, so one writer is reused to avoid growing a fresh buffer per message;
  * it is dropped after an unusually large message or a failure so neither memory nor a half-written state lingers.
  */
-function encodeWith<T>(write: (w: BinaryWriter, m: T) => void, m: T, prefix?: Uint8Array): Uint8Array {
+function encodeWith<T>(codec: MessageSchema<T>, m: T, version?: number, prefix?: Uint8Array): Uint8Array {
   const w = sharedWriter;
   try {
     if (prefix !== undefined) w.raw(prefix);
-    write(w, m);
+    codec.write(w, m, version);
     const out = w.finish();
     if (out.length > WRITER_RETAIN_LIMIT) sharedWriter = new BinaryWriter();
     return out;
@@ -178,121 +172,21 @@ function encodeWith<T>(write: (w: BinaryWriter, m: T) => void, m: T, prefix?: Ui
   }
 }
 
-/** Message type id → its decoded shape. */
-export interface MessageMap {
-  [MessageType.Start]: StartMessage;
-  [MessageType.Suspension]: SuspensionMessage;
-  [MessageType.Error]: ErrorMessage;
-  [MessageType.End]: EndMessage;
-  [MessageType.CommandAck]: CommandAckMessage;
-  [MessageType.ProposeRunCompletion]: ProposeRunCompletionMessage;
-  [MessageType.AwaitingOn]: AwaitingOnMessage;
-  [MessageType.ProposeRunCompletionAck]: ProposeRunCompletionAckMessage;
-  [MessageType.InputCommand]: InputCommand;
-  [MessageType.OutputCommand]: OutputCommand;
-  [MessageType.GetLazyStateCommand]: GetLazyStateCommand;
-  [MessageType.SetStateCommand]: SetStateCommand;
-  [MessageType.ClearStateCommand]: ClearStateCommand;
-  [MessageType.ClearAllStateCommand]: ClearAllStateCommand;
-  [MessageType.GetLazyStateKeysCommand]: GetLazyStateKeysCommand;
-  [MessageType.GetEagerStateCommand]: GetEagerStateCommand;
-  [MessageType.GetEagerStateKeysCommand]: GetEagerStateKeysCommand;
-  [MessageType.GetPromiseCommand]: GetPromiseCommand;
-  [MessageType.PeekPromiseCommand]: PeekPromiseCommand;
-  [MessageType.CompletePromiseCommand]: CompletePromiseCommand;
-  [MessageType.SleepCommand]: SleepCommand;
-  [MessageType.CallCommand]: CallCommand;
-  [MessageType.OneWayCallCommand]: OneWayCallCommand;
-  [MessageType.SendSignalCommand]: SendSignalCommand;
-  [MessageType.RunCommand]: RunCommand;
-  [MessageType.AttachInvocationCommand]: AttachInvocationCommand;
-  [MessageType.GetInvocationOutputCommand]: GetInvocationOutputCommand;
-  [MessageType.CompleteAwakeableCommand]: CompleteAwakeableCommand;
-  [MessageType.GetLazyStateCompletionNotification]: NotificationMessage;
-  [MessageType.GetLazyStateKeysCompletionNotification]: NotificationMessage;
-  [MessageType.GetPromiseCompletionNotification]: NotificationMessage;
-  [MessageType.PeekPromiseCompletionNotification]: NotificationMessage;
-  [MessageType.CompletePromiseCompletionNotification]: NotificationMessage;
-  [MessageType.SleepCompletionNotification]: NotificationMessage;
-  [MessageType.CallCompletionNotification]: NotificationMessage;
-  [MessageType.CallInvocationIdCompletionNotification]: NotificationMessage;
-  [MessageType.RunCompletionNotification]: NotificationMessage;
-  [MessageType.AttachInvocationCompletionNotification]: NotificationMessage;
-  [MessageType.GetInvocationOutputCompletionNotification]: NotificationMessage;
-  [MessageType.SignalNotification]: NotificationMessage;
-}
-
-/** Tagged union of every known message; switch on `type` to narrow `message`. */
-export type DecodedMessage = { [K in MessageTypeId]: { type: K; message: MessageMap[K] } }[MessageTypeId];
-
-interface Codec<T> {
-  read: (r: BinaryReader, end: number) => T;
-  write: (w: BinaryWriter, m: T, version?: number) => void;
-}
-
-const notificationCodec: Codec<NotificationMessage> = { read: readNotification, write: writeNotification };
-const promiseCodec: Codec<GetPromiseCommand> = { read: readGetPromise, write: writeGetPromise };
-const attachCodec: Codec<AttachInvocationCommand> = { read: readAttachInvocation, write: writeAttachInvocation };
-const runCodec: Codec<RunCommand> = { read: readCompletionIdAndName, write: writeCompletionIdAndName };
-
-const CODECS: { readonly [K in MessageTypeId]: Codec<MessageMap[K]> } = {
-  [MessageType.Start]: { read: readStart, write: writeStart },
-  [MessageType.Suspension]: { read: readSuspension, write: writeSuspension },
-  [MessageType.Error]: { read: readError, write: writeError },
-  [MessageType.End]: { read: readEnd, write: writeNothing },
-  [MessageType.CommandAck]: { read: readCommandAck, write: writeCommandAck },
-  [MessageType.ProposeRunCompletion]: { read: readProposeRunCompletion, write: writeProposeRunCompletion },
-  [MessageType.AwaitingOn]: { read: readAwaitingOn, write: writeAwaitingOn },
-  [MessageType.ProposeRunCompletionAck]: { read: readProposeRunCompletionAck, write: writeProposeRunCompletionAck },
-  [MessageType.InputCommand]: { read: readInput, write: writeInput },
-  [MessageType.OutputCommand]: { read: readOutput, write: writeOutput },
-  [MessageType.GetLazyStateCommand]: { read: readGetLazyState, write: writeGetLazyState },
-  [MessageType.SetStateCommand]: { read: readSetState, write: writeSetState },
-  [MessageType.ClearStateCommand]: { read: readClearState, write: writeClearState },
-  [MessageType.ClearAllStateCommand]: { read: readNameOnly, write: writeNameOnly },
-  [MessageType.GetLazyStateKeysCommand]: runCodec,
-  [MessageType.GetEagerStateCommand]: { read: readGetEagerState, write: writeGetEagerState },
-  [MessageType.GetEagerStateKeysCommand]: { read: readGetEagerStateKeys, write: writeGetEagerStateKeys },
-  [MessageType.GetPromiseCommand]: promiseCodec,
-  [MessageType.PeekPromiseCommand]: promiseCodec,
-  [MessageType.CompletePromiseCommand]: { read: readCompletePromise, write: writeCompletePromise },
-  [MessageType.SleepCommand]: { read: readSleep, write: writeSleep },
-  [MessageType.CallCommand]: { read: readCall, write: writeCall },
-  [MessageType.OneWayCallCommand]: { read: readOneWayCall, write: writeOneWayCall },
-  [MessageType.SendSignalCommand]: { read: readSendSignal, write: writeSendSignal },
-  [MessageType.RunCommand]: runCodec,
-  [MessageType.AttachInvocationCommand]: attachCodec,
-  [MessageType.GetInvocationOutputCommand]: attachCodec,
-  [MessageType.CompleteAwakeableCommand]: { read: readCompleteAwakeable, write: writeCompleteAwakeable },
-  [MessageType.GetLazyStateCompletionNotification]: notificationCodec,
-  [MessageType.GetLazyStateKeysCompletionNotification]: notificationCodec,
-  [MessageType.GetPromiseCompletionNotification]: notificationCodec,
-  [MessageType.PeekPromiseCompletionNotification]: notificationCodec,
-  [MessageType.CompletePromiseCompletionNotification]: notificationCodec,
-  [MessageType.SleepCompletionNotification]: notificationCodec,
-  [MessageType.CallCompletionNotification]: notificationCodec,
-  [MessageType.CallInvocationIdCompletionNotification]: notificationCodec,
-  [MessageType.RunCompletionNotification]: notificationCodec,
-  [MessageType.AttachInvocationCompletionNotification]: notificationCodec,
-  [MessageType.GetInvocationOutputCompletionNotification]: notificationCodec,
-  [MessageType.SignalNotification]: notificationCodec,
-};
-
-const CODEC_BY_TYPE: ReadonlyMap<number, Codec<unknown>> = new Map(
-  Object.entries(CODECS).map(([type, codec]) => [Number(type), codec as Codec<unknown>]),
+const CODEC_BY_TYPE: ReadonlyMap<number, MessageSchema<unknown>> = new Map(
+  Object.entries(CODECS).map(([type, codec]) => [Number(type), codec as MessageSchema<unknown>]),
 );
 
-function decodeWith<T>(read: (r: BinaryReader, end: number) => T, bytes: Uint8Array, what: string): T {
+function decodeWith<T>(codec: MessageSchema<T>, bytes: Uint8Array, what: string): T {
   try {
     const r = new BinaryReader(bytes);
-    return read(r, bytes.length);
+    return codec.read(r, bytes.length);
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
     throw new ProtocolViolationError(`malformed ${what} message: ${reason}`, { cause: error });
   }
 }
 
-function codecFor(type: number): Codec<unknown> {
+function codecFor(type: number): MessageSchema<unknown> {
   const codec = CODEC_BY_TYPE.get(type);
   if (codec === undefined) {
     throw new ProtocolViolationError(`unknown message type 0x${type.toString(16).padStart(4, '0')}`);
@@ -302,8 +196,7 @@ function codecFor(type: number): Codec<unknown> {
 
 /** Decodes the payload of a frame; unknown types and malformed payloads throw `ProtocolViolationError`. */
 export function decodeMessage(type: number, payload: Uint8Array): DecodedMessage {
-  const codec = codecFor(type);
-  return { type, message: decodeWith(codec.read, payload, messageTypeName(type)) } as DecodedMessage;
+  return { type, message: decodeWith(codecFor(type), payload, messageTypeName(type)) } as DecodedMessage;
 }
 
 /**
@@ -311,8 +204,7 @@ export function decodeMessage(type: number, payload: Uint8Array): DecodedMessage
  * does not know; without it every set field is written.
  */
 export function encodeMessage<T extends MessageTypeId>(type: T, message: MessageMap[T], version?: number): Uint8Array {
-  const codec = codecFor(type);
-  return encodeWith((w, m) => codec.write(w, m, version), message);
+  return encodeWith(codecFor(type), message, version);
 }
 
 const HEADER_PLACEHOLDER = new Uint8Array(FRAME_HEADER_SIZE);
@@ -324,8 +216,7 @@ export function encodeMessageFrame<T extends MessageTypeId>(
   flags = 0,
   version?: number,
 ): Buffer {
-  const codec = codecFor(type);
-  const out = encodeWith((w, m) => codec.write(w, m, version), message, HEADER_PLACEHOLDER);
+  const out = encodeWith(codecFor(type), message, version, HEADER_PLACEHOLDER);
   const frame = Buffer.from(out.buffer, out.byteOffset, out.byteLength);
   frame.writeUInt16BE(type, 0);
   frame.writeUInt16BE(flags, 2);
@@ -335,60 +226,58 @@ export function encodeMessageFrame<T extends MessageTypeId>(
 
 // Per-message entry points, for callers that know the type statically: only the directions something uses (mostly
 // Ratchet encoding what it sends and decoding what SDKs send). Every type goes both ways through `encodeMessage` and
-// `decodeMessage`.
+// `decodeMessage`. Errors name the message by its key (`malformed SleepCommand message: …`).
 
-export const encodeStart = (m: StartMessage, version?: number): Uint8Array =>
-  encodeWith((w, x: StartMessage) => writeStart(w, x, version), m);
-export const decodeStart = (b: Uint8Array): StartMessage => decodeWith(readStart, b, 'Start');
-export const decodeSuspension = (b: Uint8Array): SuspensionMessage => decodeWith(readSuspension, b, 'Suspension');
-export const encodeError = (m: ErrorMessage): Uint8Array => encodeWith(writeError, m);
-export const decodeError = (b: Uint8Array): ErrorMessage => decodeWith(readError, b, 'Error');
-export const encodeEnd = (m: EndMessage = {}): Uint8Array => encodeWith(writeNothing, m);
-export const decodeProposeRunCompletion = (b: Uint8Array): ProposeRunCompletionMessage =>
-  decodeWith(readProposeRunCompletion, b, 'ProposeRunCompletion');
-export const decodeAwaitingOn = (b: Uint8Array): AwaitingOnMessage => decodeWith(readAwaitingOn, b, 'AwaitingOn');
-export const encodeProposeRunCompletionAck = (m: ProposeRunCompletionAckMessage): Uint8Array =>
-  encodeWith(writeProposeRunCompletionAck, m);
+/** `MessageMap` is read off `CODECS`, so this cast only undoes the indexing TypeScript cannot follow. */
+function codecOf<K extends MessageTypeId>(type: K): MessageSchema<MessageMap[K]> {
+  return CODECS[type] as unknown as MessageSchema<MessageMap[K]>;
+}
 
-export const encodeInputCommand = (m: InputCommand): Uint8Array => encodeWith(writeInput, m);
-export const encodeOutputCommand = (m: OutputCommand): Uint8Array => encodeWith(writeOutput, m);
-export const decodeOutputCommand = (b: Uint8Array): OutputCommand => decodeWith(readOutput, b, 'OutputCommand');
-export const decodeGetLazyStateCommand = (b: Uint8Array): GetLazyStateCommand =>
-  decodeWith(readGetLazyState, b, 'GetLazyStateCommand');
-export const encodeSetStateCommand = (m: SetStateCommand): Uint8Array => encodeWith(writeSetState, m);
-export const decodeSetStateCommand = (b: Uint8Array): SetStateCommand => decodeWith(readSetState, b, 'SetStateCommand');
-export const decodeClearStateCommand = (b: Uint8Array): ClearStateCommand =>
-  decodeWith(readClearState, b, 'ClearStateCommand');
-export const decodeGetLazyStateKeysCommand = (b: Uint8Array): GetLazyStateKeysCommand =>
-  decodeWith(readCompletionIdAndName, b, 'GetLazyStateKeysCommand');
-export const encodeGetEagerStateKeysCommand = (m: GetEagerStateKeysCommand): Uint8Array =>
-  encodeWith(writeGetEagerStateKeys, m);
-export const decodeGetPromiseCommand = (b: Uint8Array): GetPromiseCommand =>
-  decodeWith(readGetPromise, b, 'GetPromiseCommand');
-export const decodePeekPromiseCommand = (b: Uint8Array): PeekPromiseCommand =>
-  decodeWith(readGetPromise, b, 'PeekPromiseCommand');
-export const decodeCompletePromiseCommand = (b: Uint8Array): CompletePromiseCommand =>
-  decodeWith(readCompletePromise, b, 'CompletePromiseCommand');
-export const decodeSleepCommand = (b: Uint8Array): SleepCommand => decodeWith(readSleep, b, 'SleepCommand');
-export const encodeCallCommand = (m: CallCommand): Uint8Array => encodeWith(writeCall, m);
-export const decodeCallCommand = (b: Uint8Array): CallCommand => decodeWith(readCall, b, 'CallCommand');
-export const encodeOneWayCallCommand = (m: OneWayCallCommand): Uint8Array => encodeWith(writeOneWayCall, m);
-export const decodeOneWayCallCommand = (b: Uint8Array): OneWayCallCommand =>
-  decodeWith(readOneWayCall, b, 'OneWayCallCommand');
-export const decodeSendSignalCommand = (b: Uint8Array): SendSignalCommand =>
-  decodeWith(readSendSignal, b, 'SendSignalCommand');
-export const encodeRunCommand = (m: RunCommand): Uint8Array => encodeWith(writeCompletionIdAndName, m);
-export const decodeRunCommand = (b: Uint8Array): RunCommand => decodeWith(readCompletionIdAndName, b, 'RunCommand');
-export const encodeAttachInvocationCommand = (m: AttachInvocationCommand): Uint8Array =>
-  encodeWith(writeAttachInvocation, m);
-export const decodeAttachInvocationCommand = (b: Uint8Array): AttachInvocationCommand =>
-  decodeWith(readAttachInvocation, b, 'AttachInvocationCommand');
-export const decodeGetInvocationOutputCommand = (b: Uint8Array): GetInvocationOutputCommand =>
-  decodeWith(readAttachInvocation, b, 'GetInvocationOutputCommand');
-export const decodeCompleteAwakeableCommand = (b: Uint8Array): CompleteAwakeableCommand =>
-  decodeWith(readCompleteAwakeable, b, 'CompleteAwakeableCommand');
+function encoder<K extends MessageTypeId>(type: K): (m: MessageMap[K]) => Uint8Array {
+  const codec = codecOf(type);
+  return (m) => encodeWith(codec, m);
+}
+
+function decoder<K extends MessageTypeId>(type: K, what = messageTypeKey(type)!): (b: Uint8Array) => MessageMap[K] {
+  const codec = codecOf(type);
+  return (b) => decodeWith(codec, b, what);
+}
+
+export const encodeStart = (m: StartMessage, version?: number): Uint8Array => encodeWith(START, m, version);
+export const decodeStart = decoder(MessageType.Start);
+export const decodeSuspension = decoder(MessageType.Suspension);
+export const encodeError = encoder(MessageType.Error);
+export const decodeError = decoder(MessageType.Error);
+export const encodeEnd = (m: EndMessage = {}): Uint8Array => encodeWith(END, m);
+export const decodeProposeRunCompletion = decoder(MessageType.ProposeRunCompletion);
+export const decodeAwaitingOn = decoder(MessageType.AwaitingOn);
+export const encodeProposeRunCompletionAck = encoder(MessageType.ProposeRunCompletionAck);
+
+export const encodeInputCommand = encoder(MessageType.InputCommand);
+export const encodeOutputCommand = encoder(MessageType.OutputCommand);
+export const decodeOutputCommand = decoder(MessageType.OutputCommand);
+export const decodeGetLazyStateCommand = decoder(MessageType.GetLazyStateCommand);
+export const encodeSetStateCommand = encoder(MessageType.SetStateCommand);
+export const decodeSetStateCommand = decoder(MessageType.SetStateCommand);
+export const decodeClearStateCommand = decoder(MessageType.ClearStateCommand);
+export const decodeGetLazyStateKeysCommand = decoder(MessageType.GetLazyStateKeysCommand);
+export const encodeGetEagerStateKeysCommand = encoder(MessageType.GetEagerStateKeysCommand);
+export const decodeGetPromiseCommand = decoder(MessageType.GetPromiseCommand);
+export const decodePeekPromiseCommand = decoder(MessageType.PeekPromiseCommand);
+export const decodeCompletePromiseCommand = decoder(MessageType.CompletePromiseCommand);
+export const decodeSleepCommand = decoder(MessageType.SleepCommand);
+export const encodeCallCommand = encoder(MessageType.CallCommand);
+export const decodeCallCommand = decoder(MessageType.CallCommand);
+export const encodeOneWayCallCommand = encoder(MessageType.OneWayCallCommand);
+export const decodeOneWayCallCommand = decoder(MessageType.OneWayCallCommand);
+export const decodeSendSignalCommand = decoder(MessageType.SendSignalCommand);
+export const encodeRunCommand = encoder(MessageType.RunCommand);
+export const decodeRunCommand = decoder(MessageType.RunCommand);
+export const encodeAttachInvocationCommand = encoder(MessageType.AttachInvocationCommand);
+export const decodeAttachInvocationCommand = decoder(MessageType.AttachInvocationCommand);
+export const decodeGetInvocationOutputCommand = decoder(MessageType.GetInvocationOutputCommand);
+export const decodeCompleteAwakeableCommand = decoder(MessageType.CompleteAwakeableCommand);
 
 /** Every notification type (completions 0x8002–0x8013 and SignalNotification 0xFBFF) shares this layout. */
-export const encodeNotification = (m: NotificationMessage): Uint8Array => encodeWith(writeNotification, m);
-export const decodeNotification = (b: Uint8Array): NotificationMessage =>
-  decodeWith(readNotification, b, 'Notification');
+export const encodeNotification = (m: NotificationMessage): Uint8Array => encodeWith(NOTIFICATION, m);
+export const decodeNotification = (b: Uint8Array): NotificationMessage => decodeWith(NOTIFICATION, b, 'Notification');

@@ -1,5 +1,4 @@
 import { type BinaryReader, type BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
-import type { Failure, FailureResult, Future, Header, StateEntry, ValueResult } from './message-schema.ts';
 
 /*
  * proto3 building blocks shared by the message codecs.
@@ -92,125 +91,32 @@ export function readEmpty(r: BinaryReader, end: number): null {
   return null;
 }
 
+/** `Value{1 content}` flattened to its bytes. */
 export function readValue(r: BinaryReader, end: number): Uint8Array {
-  let content = EMPTY_BYTES;
-  while (r.pos < end) {
-    const tag = r.uint32();
-    if (tag >>> 3 === 1) content = readBytes(r, tag & 7, 1);
-    else skipField(r, tag);
-  }
-  checkEnd(r, end);
-  return content;
+  return readBytesField1(r, end, undefined);
 }
 
+/** `StateKeys{repeated 1 keys}` flattened to its keys. */
 export function readStateKeys(r: BinaryReader, end: number): Uint8Array[] {
   const keys: Uint8Array[] = [];
-  while (r.pos < end) {
-    const tag = r.uint32();
-    if (tag >>> 3 === 1) keys.push(readBytes(r, tag & 7, 1));
-    else skipField(r, tag);
-  }
-  checkEnd(r, end);
+  readBytesField1(r, end, keys);
   return keys;
 }
 
-/** Reads a `{1 key string, 2 value string}` pair (Header, Failure metadata). */
-export function readStringPair(r: BinaryReader, end: number): Header {
-  const pair: Header = { key: '', value: '' };
+/** Reads a message whose only field is bytes at 1: returns the last occurrence and collects all into `all`. */
+function readBytesField1(r: BinaryReader, end: number, all: Uint8Array[] | undefined): Uint8Array {
+  let last = EMPTY_BYTES;
   while (r.pos < end) {
     const tag = r.uint32();
-    const wt = tag & 7;
-    switch (tag >>> 3) {
-      case 1:
-        pair.key = readString(r, wt, 1);
-        break;
-      case 2:
-        pair.value = readString(r, wt, 2);
-        break;
-      default:
-        skipField(r, tag);
+    if (tag >>> 3 !== 1) {
+      skipField(r, tag);
+      continue;
     }
+    last = readBytes(r, tag & 7, 1);
+    if (all !== undefined) all.push(last);
   }
   checkEnd(r, end);
-  return pair;
-}
-
-export function readStateEntry(r: BinaryReader, end: number): StateEntry {
-  const entry: StateEntry = { key: EMPTY_BYTES, value: EMPTY_BYTES };
-  while (r.pos < end) {
-    const tag = r.uint32();
-    const wt = tag & 7;
-    switch (tag >>> 3) {
-      case 1:
-        entry.key = readBytes(r, wt, 1);
-        break;
-      case 2:
-        entry.value = readBytes(r, wt, 2);
-        break;
-      default:
-        skipField(r, tag);
-    }
-  }
-  checkEnd(r, end);
-  return entry;
-}
-
-export function readFailure(r: BinaryReader, end: number): Failure {
-  const failure: Failure = { code: 0, message: '', metadata: [] };
-  while (r.pos < end) {
-    const tag = r.uint32();
-    const wt = tag & 7;
-    switch (tag >>> 3) {
-      case 1:
-        failure.code = readU32(r, wt, 1);
-        break;
-      case 2:
-        failure.message = readString(r, wt, 2);
-        break;
-      case 3:
-        failure.metadata.push(readNested(r, wt, 3, readStringPair));
-        break;
-      default:
-        skipField(r, tag);
-    }
-  }
-  checkEnd(r, end);
-  return failure;
-}
-
-export function readFuture(r: BinaryReader, end: number): Future {
-  const future: Future = {
-    waitingCompletions: [],
-    waitingSignals: [],
-    waitingNamedSignals: [],
-    nestedFutures: [],
-    combinatorType: 0,
-  };
-  while (r.pos < end) {
-    const tag = r.uint32();
-    const wt = tag & 7;
-    switch (tag >>> 3) {
-      case 1:
-        readU32List(r, wt, 1, future.waitingCompletions);
-        break;
-      case 2:
-        readU32List(r, wt, 2, future.waitingSignals);
-        break;
-      case 3:
-        future.waitingNamedSignals.push(readString(r, wt, 3));
-        break;
-      case 4:
-        future.nestedFutures.push(readNested(r, wt, 4, readFuture));
-        break;
-      case 5:
-        future.combinatorType = readU32(r, wt, 5);
-        break;
-      default:
-        skipField(r, tag);
-    }
-  }
-  checkEnd(r, end);
-  return future;
+  return last;
 }
 
 export function missing(what: string): never {
@@ -239,6 +145,10 @@ export function writeU32Present(w: BinaryWriter, field: number, v: number | unde
 
 export function writeU64(w: BinaryWriter, field: number, v: bigint): void {
   if (v !== 0n) w.uint32(tagOf(field, VARINT)).uint64(v);
+}
+
+export function writeU64Present(w: BinaryWriter, field: number, v: bigint | undefined): void {
+  if (v !== undefined) w.uint32(tagOf(field, VARINT)).uint64(v);
 }
 
 export function writeBool(w: BinaryWriter, field: number, v: boolean): void {
@@ -287,51 +197,6 @@ export function writeMessage<T>(w: BinaryWriter, field: number, write: (w: Binar
   w.join();
 }
 
-export function writeStringPair(w: BinaryWriter, pair: Header): void {
-  writeString(w, 1, pair.key);
-  writeString(w, 2, pair.value);
-}
-
-export function writeStateEntry(w: BinaryWriter, entry: StateEntry): void {
-  writeBytes(w, 1, entry.key);
-  writeBytes(w, 2, entry.value);
-}
-
-export function writeFailure(w: BinaryWriter, failure: Failure): void {
-  writeU32(w, 1, failure.code);
-  writeString(w, 2, failure.message);
-  for (const pair of failure.metadata) writeMessage(w, 3, writeStringPair, pair);
-}
-
 export function writeStateKeys(w: BinaryWriter, keys: readonly Uint8Array[]): void {
   for (const key of keys) w.uint32(tagOf(1, LEN)).bytes(key);
-}
-
-export function writeFuture(w: BinaryWriter, future: Future): void {
-  writePackedU32(w, 1, future.waitingCompletions);
-  writePackedU32(w, 2, future.waitingSignals);
-  for (const name of future.waitingNamedSignals) w.uint32(tagOf(3, LEN)).string(name);
-  for (const nested of future.nestedFutures) writeMessage(w, 4, writeFuture, nested);
-  writeU32(w, 5, future.combinatorType);
-}
-
-export function writeHeaders(w: BinaryWriter, field: number, headers: readonly Header[]): void {
-  for (const header of headers) writeMessage(w, field, writeStringPair, header);
-}
-
-/** Writes a `value`/`failure` oneof whose members sit at `valueField` and `valueField + 1`. */
-export function writeValueOrFailure(w: BinaryWriter, valueField: number, result: ValueResult | FailureResult): void {
-  if (result.kind === 'value') writeValue(w, valueField, result.value);
-  else writeMessage(w, valueField + 1, writeFailure, result.failure);
-}
-
-export function readValueOrFailure(
-  r: BinaryReader,
-  wt: number,
-  field: number,
-  valueField: number,
-): ValueResult | FailureResult {
-  return field === valueField
-    ? { kind: 'value', value: readNested(r, wt, field, readValue) }
-    : { kind: 'failure', failure: readNested(r, wt, field, readFailure) };
 }
