@@ -237,17 +237,17 @@ describe('invocation traces in the span store', () => {
     type Found = { traces: { traceID: string }[] };
     const byTags = (await (
       await tempo(
-        `/api/search?${new URLSearchParams({ tags: `service.invocation.id=${id}`, start: `${start}`, end: `${end}` })}`,
+        `/api/search?${new URLSearchParams({ tags: `service.invocation.id=${id}`, start: `${start}`, end: `${end}` }).toString()}`,
       )
     ).json()) as Found;
     expect(byTags.traces.map((t) => t.traceID.padStart(32, '0'))).toEqual([traceId]);
     const byTraceQL = (await (
       await tempo(
-        `/api/search?${new URLSearchParams({ q: `{ .restate.invocation.id = "${id}" }`, start: `${start}`, end: `${end}` })}`,
+        `/api/search?${new URLSearchParams({ q: `{ .restate.invocation.id = "${id}" }`, start: `${start}`, end: `${end}` }).toString()}`,
       )
     ).json()) as Found;
     expect(byTraceQL.traces.map((t) => t.traceID.padStart(32, '0'))).toEqual([traceId]);
-    const bad = await tempo(`/api/search?${new URLSearchParams({ q: '{ .a = ' })}`);
+    const bad = await tempo(`/api/search?${new URLSearchParams({ q: '{ .a = ' }).toString()}`);
     expect(bad.status).toBe(400);
     expect(await bad.text()).toMatch(/parse error at line 1, col \d+/);
     expect(await (await tempo('/api/echo')).text()).toBe('echo');
