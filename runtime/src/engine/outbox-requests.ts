@@ -5,27 +5,12 @@ import type { NewInvocation } from '../storage/rows.ts';
  * partition, which admits it (see `Engine.admitRequested`).
  */
 export function encodeNewInvocation(row: NewInvocation): Record<string, unknown> {
-  return {
-    id: row.id,
-    partitionKey: row.partitionKey.toString(),
-    partitionId: row.partitionId,
-    serviceName: row.serviceName,
-    serviceKey: row.serviceKey,
-    handlerName: row.handlerName,
-    serviceTy: row.serviceTy,
-    handlerTy: row.handlerTy,
-    status: row.status,
-    idempotencyKey: row.idempotencyKey,
-    invokedBy: row.invokedBy,
-    invokedById: row.invokedById,
-    invokedByTarget: row.invokedByTarget,
-    randomSeed: row.randomSeed.toString(),
-    createdAt: row.createdAt.toISOString(),
-    scheduledStartAt: row.scheduledStartAt?.toISOString() ?? null,
-    completionRetentionMs: row.completionRetentionMs,
-    journalRetentionMs: row.journalRetentionMs,
-    traceContext: row.traceContext ?? null,
-  };
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(row)) {
+    if (v === undefined) continue;
+    out[k] = typeof v === 'bigint' ? v.toString() : v instanceof Date ? v.toISOString() : v;
+  }
+  return out;
 }
 
 export function decodeNewInvocation(j: Record<string, unknown>): NewInvocation {

@@ -1,27 +1,9 @@
 import type { LabelMatcher } from './model.ts';
-import { ObservabilityQueryError } from './errors.ts';
+import { re2 } from './go/regex.ts';
 
-const compiled = new Map<string, RegExp>();
-
-/** A matcher's regex, anchored at both ends as in Prometheus and Loki; an invalid one is the query's fault (400). */
+/** A matcher's regex, anchored at both ends and with `.` matching newlines, as in Prometheus and Loki; 400 if invalid. */
 export function anchoredRegex(source: string): RegExp {
-  let re = compiled.get(source);
-  if (re === undefined) {
-    // RE2's leading flag groups (`(?i)`, `(?s)`, `(?is)` …), which JavaScript has only as flags.
-    const flags = /^\(\?([imsU]+)\)/.exec(source);
-    const body = flags === null ? source : source.slice(flags[0].length);
-    const jsFlags = new Set(['s', ...(flags?.[1] ?? '').replace(/U/g, '').split('')]);
-    try {
-      re = new RegExp(`^(?:${body})$`, [...jsFlags].join(''));
-    } catch (err) {
-      throw new ObservabilityQueryError(
-        `invalid regular expression ${JSON.stringify(source)}: ${(err as Error).message}`,
-      );
-    }
-    if (compiled.size > 1000) compiled.clear();
-    compiled.set(source, re);
-  }
-  return re;
+  return re2(source, { anchored: true, dotAll: true });
 }
 
 /** Whether a label set matches one matcher; a missing label has the value '' (Prometheus semantics). */

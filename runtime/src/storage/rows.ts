@@ -222,6 +222,15 @@ export interface JournalRow {
   promiseName?: string | undefined;
 }
 
+/** The fields of `row` that name its target and where it lives: what an invocation restarted from it keeps. */
+export function sameTarget(row: InvocationRow): Pick<NewInvocation, TargetField> {
+  const { partitionKey, partitionId, serviceName, serviceKey, handlerName, serviceTy, handlerTy } = row;
+  return { partitionKey, partitionId, serviceName, serviceKey, handlerName, serviceTy, handlerTy };
+}
+
+type TargetField =
+  'partitionKey' | 'partitionId' | 'serviceName' | 'serviceKey' | 'handlerName' | 'serviceTy' | 'handlerTy';
+
 /**
  * The row of a new invocation as its insert stores it (what a read right after the insert returns). Every field
  * spelled out, no spread: this runs for every new invocation, and a spread into a literal this size is slower.

@@ -17,7 +17,7 @@ import * as codec from '../codec.ts';
 import type { DeploymentChoice, JournalEntry } from '../types.ts';
 import { type PartitionProcessor, rerouteIfFenced } from '../processor.ts';
 import { newWriteBatch } from '../../storage/api.ts';
-import type { NewInvocation } from '../../storage/rows.ts';
+import { type NewInvocation, sameTarget } from '../../storage/rows.ts';
 import { FencingError } from '../../storage/errors.ts';
 
 /**
@@ -101,14 +101,8 @@ export async function restartAsNew(
   const now = new Date();
   const newId = InvocationId.withSamePartition(id);
   const newRow: NewInvocation = {
+    ...sameTarget(row),
     id: newId,
-    partitionKey: row.partitionKey,
-    partitionId: row.partitionId,
-    serviceName: row.serviceName,
-    serviceKey: row.serviceKey,
-    handlerName: row.handlerName,
-    serviceTy: row.serviceTy,
-    handlerTy: row.handlerTy,
     status: 'invoked',
     idempotencyKey: null,
     invokedBy: 'restart_as_new',

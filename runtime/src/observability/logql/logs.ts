@@ -4,7 +4,7 @@
  * range (moving start or end past what it has seen) until it has `limit` entries, the range is exhausted, or the scan
  * cap is reached (then with a warning: the result may be incomplete).
  */
-import type { LabelMatcher, LineFilter, LogRecord, LogSource } from '../model.ts';
+import type { LineFilter, LogRecord, LogSelection, LogSource } from '../model.ts';
 import type { LogQuery } from './ast.ts';
 import { compilePipeline, labelsObject, matchValue, type PipelineOptions } from './pipeline.ts';
 
@@ -17,13 +17,8 @@ export interface ScanLimits {
 
 export const DEFAULT_SCAN_LIMITS: ScanLimits = { pageSize: 5000, maxScan: 200_000 };
 
-export interface ScanRange {
-  readonly matchers: readonly LabelMatcher[];
-  readonly lineFilters: readonly LineFilter[];
-  readonly startNs: bigint;
-  readonly endNs: bigint;
-  readonly direction: 'forward' | 'backward';
-}
+/** What one scan reads: a store selection without its page limit (the scan pages itself). */
+export type ScanRange = Omit<LogSelection, 'limit'>;
 
 export interface ScanOutcome {
   readonly scanned: number;

@@ -7,7 +7,8 @@ import { Buffer } from 'node:buffer';
 import { ObservabilityQueryError } from '../errors.ts';
 import type { LogSource } from '../model.ts';
 import type { MetricExpr, RangeAggregation } from './ast.ts';
-import { parseBytes, parseDurationNs, parseGoFloat } from './literals.ts';
+import { parseDurationNs } from '../go/durations.ts';
+import { parseBytes, parseGoFloat } from './literals.ts';
 import { capWarning, DEFAULT_SCAN_LIMITS, pushdownFilters, scanRecords, type ScanLimits } from './logs.ts';
 import {
   compilePipeline,

@@ -4,7 +4,8 @@ import type { LabelMatcher } from '../model.ts';
 import type { CompareOp, LabelFilter, LineFilterStage, Stage } from './ast.ts';
 import { parseJsonPath } from './json.ts';
 import { child, listItems, literalValue, required, syntaxError, text, type Ctx, type Node } from './lezer.ts';
-import { goRegex, parseBytes, parseDurationNs, unquote } from './literals.ts';
+import { parseDurationNs } from '../go/durations.ts';
+import { goRegex, parseBytes, unquote } from './literals.ts';
 import { compilePattern } from './parsers.ts';
 import { compileTemplate } from './template.ts';
 

@@ -19,7 +19,8 @@ import type {
   VectorOp,
 } from './ast.ts';
 import { child, listItems, literalValue, numberOf, required, syntaxError, text, type Ctx, type Node } from './lezer.ts';
-import { goRegex, parseDurationNs, unquote } from './literals.ts';
+import { parseDurationNs } from '../go/durations.ts';
+import { goRegex, unquote } from './literals.ts';
 import { convertLabelFilter, convertStage, matcherOf } from './parse-stages.ts';
 
 /** Parses a LogQL query; any syntax or semantic error is an ObservabilityQueryError (400). */
@@ -85,11 +86,7 @@ function convertPipeline(ctx: Ctx, n: Node): Stage[] {
 
 // ---- metric expressions ----
 
-const RANGE_OPS = new Set([
-  'count_over_time',
-  'rate',
-  'bytes_over_time',
-  'bytes_rate',
+const UNWRAP_OPS: ReadonlySet<string> = new Set([
   'sum_over_time',
   'avg_over_time',
   'min_over_time',
@@ -100,16 +97,12 @@ const RANGE_OPS = new Set([
   'stdvar_over_time',
   'quantile_over_time',
 ]);
-const UNWRAP_OPS = new Set([
-  'sum_over_time',
-  'avg_over_time',
-  'min_over_time',
-  'max_over_time',
-  'first_over_time',
-  'last_over_time',
-  'stddev_over_time',
-  'stdvar_over_time',
-  'quantile_over_time',
+const RANGE_OPS: ReadonlySet<string> = new Set([
+  'count_over_time',
+  'rate',
+  'bytes_over_time',
+  'bytes_rate',
+  ...UNWRAP_OPS,
 ]);
 
 function convertMetric(ctx: Ctx, n: Node): MetricExpr {

@@ -4,9 +4,11 @@
  * which only string label filters and `drop` can look at; numeric filters let erroring lines through.
  */
 import type { LabelMatcher, LogRecord } from '../model.ts';
-import type { CompareOp, LabelFilter, LineFilterStage, Stage } from './ast.ts';
+import type { LabelFilter, LineFilterStage, Stage } from './ast.ts';
+import { applyComparison } from '../go/numbers.ts';
 import { extractJsonPaths, flattenJson, sanitizeLabelName, topLevelStrings } from './json.ts';
-import { goRegex, parseBytes, parseDurationNs, parseGoFloat } from './literals.ts';
+import { parseDurationNs } from '../go/durations.ts';
+import { goRegex, parseBytes, parseGoFloat } from './literals.ts';
 import { compilePattern, decolorize, parseLogfmt } from './parsers.ts';
 import { renderTemplate } from './template.ts';
 
@@ -96,23 +98,6 @@ export function lineFilterPredicate(f: Pick<LineFilterStage, 'op' | 'values'>): 
   }
 }
 
-function compare(a: number, op: CompareOp, b: number): boolean {
-  switch (op) {
-    case '>':
-      return a > b;
-    case '>=':
-      return a >= b;
-    case '<':
-      return a < b;
-    case '<=':
-      return a <= b;
-    case '==':
-      return a === b;
-    case '!=':
-      return a !== b;
-  }
-}
-
 /** Loki's label filter semantics (see the file comment). */
 export function evalLabelFilter(f: LabelFilter, e: Entry): boolean {
   switch (f.kind) {
@@ -142,7 +127,7 @@ export function evalLabelFilter(f: LabelFilter, e: Entry): boolean {
         setError(e, 'LabelFilterErr', `cannot parse ${JSON.stringify(raw)} of label ${f.name} as a ${f.kind}`);
         return true;
       }
-      return compare(v, f.op, f.kind === 'number' ? f.value : f.kind === 'bytes' ? f.bytes : f.seconds);
+      return applyComparison(f.op, v, f.kind === 'number' ? f.value : f.kind === 'bytes' ? f.bytes : f.seconds);
     }
   }
 }

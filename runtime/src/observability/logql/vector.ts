@@ -3,7 +3,8 @@
  * operations between scalars and vectors with Prometheus' vector matching, and `label_replace`.
  */
 import { ObservabilityQueryError } from '../errors.ts';
-import type { BinaryOp, BinaryOpName, Grouping, LabelReplace, VectorAggregation } from './ast.ts';
+import { applyArithmetic, applyComparison, isArithmetic, isComparison } from '../go/numbers.ts';
+import type { BinaryOp, Grouping, LabelReplace, VectorAggregation } from './ast.ts';
 
 export interface Sample {
   readonly labels: Readonly<Record<string, string>>;
@@ -92,64 +93,11 @@ export function reduce(op: string, values: readonly number[]): number {
   }
 }
 
-function arithmetic(op: BinaryOpName, a: number, b: number): number {
-  switch (op) {
-    case '+':
-      return a + b;
-    case '-':
-      return a - b;
-    case '*':
-      return a * b;
-    case '/':
-      return a / b;
-    case '%':
-      return a % b;
-    case '^':
-      return a ** b;
-    case '==':
-    case '!=':
-    case '>':
-    case '>=':
-    case '<':
-    case '<=':
-    case 'and':
-    case 'or':
-    case 'unless':
-      return NaN;
-  }
-}
-
-function comparison(op: BinaryOpName, a: number, b: number): boolean | undefined {
-  switch (op) {
-    case '==':
-      return a === b;
-    case '!=':
-      return a !== b;
-    case '>':
-      return a > b;
-    case '>=':
-      return a >= b;
-    case '<':
-      return a < b;
-    case '<=':
-      return a <= b;
-    case '+':
-    case '-':
-    case '*':
-    case '/':
-    case '%':
-    case '^':
-    case 'and':
-    case 'or':
-    case 'unless':
-      return undefined;
-  }
-}
-
 /** One operation on two numbers; undefined when a comparison without `bool` drops the sample. */
 function apply(b: BinaryOp, l: number, r: number, keep: number): number | undefined {
-  const c = comparison(b.op, l, r);
-  if (c === undefined) return arithmetic(b.op, l, r);
+  if (isArithmetic(b.op)) return applyArithmetic(b.op, l, r);
+  if (!isComparison(b.op)) return undefined;
+  const c = applyComparison(b.op, l, r);
   if (b.bool) return c ? 1 : 0;
   return c ? keep : undefined;
 }

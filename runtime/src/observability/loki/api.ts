@@ -6,7 +6,8 @@
 import { ObservabilityQueryError, type ApiParams, type ApiResponse } from '../errors.ts';
 import type { LabelMatcher, LogSource } from '../model.ts';
 import type { Expr } from '../logql/ast.ts';
-import { formatGoDuration, formatSampleValue, nsToSeconds } from '../logql/literals.ts';
+import { formatGoDuration } from '../go/durations.ts';
+import { formatSampleValue, nsToSeconds } from '../logql/literals.ts';
 import { DEFAULT_SCAN_LIMITS, evalLogQuery, type ScanLimits } from '../logql/logs.ts';
 import { evalMetricQuery, type MetricResult } from '../logql/metrics.ts';
 import { parseLogQL, parseSelector } from '../logql/parse.ts';
@@ -58,13 +59,11 @@ function checkLength(startNs: bigint, endNs: bigint, limits: LokiLimits): void {
   }
 }
 
+/** The query endpoints: the store, the request's parameters, the clock, and the limits of one query. */
+type QueryEndpoint = (source: LogSource, p: ApiParams, now: Now, limits?: LokiLimits) => Promise<ApiResponse>;
+
 /** `GET /loki/api/v1/query`: an instant metric query (log queries are refused, as current Loki does). */
-export async function query(
-  source: LogSource,
-  p: ApiParams,
-  now: Now,
-  limits: LokiLimits = DEFAULT_LOKI_LIMITS,
-): Promise<ApiResponse> {
+export const query: QueryEndpoint = async (source, p, now, limits = DEFAULT_LOKI_LIMITS) => {
   const text = param(p, 'query') ?? '';
   parseLimit(p, 100);
   parseDirection(p);
@@ -91,15 +90,10 @@ export async function query(
   }
   const result = r.value.steps[0]!.map((s) => ({ metric: s.labels, value: [sec, formatSampleValue(s.value)] }));
   return success({ resultType: 'vector', result, stats: {} }, r.warnings);
-}
+};
 
 /** `GET /loki/api/v1/query_range`: log queries → streams, metric queries → matrix. */
-export async function queryRange(
-  source: LogSource,
-  p: ApiParams,
-  now: Now,
-  limits: LokiLimits = DEFAULT_LOKI_LIMITS,
-): Promise<ApiResponse> {
+export const queryRange: QueryEndpoint = async (source, p, now, limits = DEFAULT_LOKI_LIMITS) => {
   const text = param(p, 'query') ?? '';
   const { startNs, endNs } = bounds(p, now(), HOUR_NS);
   if (endNs < startNs) throw new ObservabilityQueryError('end timestamp must not be before start time');
@@ -134,7 +128,7 @@ export async function queryRange(
   }
   const r = await evalMetricQuery(source, expr, { startNs, endNs, stepNs }, limits.scan, options);
   return success({ resultType: 'matrix', result: toMatrix(r), stats: {} }, r.warnings);
-}
+};
 
 export function toMatrix(r: MetricResult): { metric: Record<string, string>; values: [number, string][] }[] {
   if (r.value.kind === 'scalar') {

@@ -3,7 +3,7 @@
  * `direction`, `step`; and the `{"status":"success","data":…}` wrapper. Times are Unix nanoseconds as bigint.
  */
 import { ObservabilityQueryError, type ApiParams, type ApiResponse } from '../errors.ts';
-import { parseDurationNs } from '../logql/literals.ts';
+import { parseDurationNs } from '../go/durations.ts';
 
 export const SECOND_NS = 1_000_000_000n;
 export const HOUR_NS = 3600n * SECOND_NS;

@@ -55,8 +55,18 @@ async function fetchTrace(source: SpanSource, params: ApiParams, now: Clock, raw
   return spans;
 }
 
-/** `GET /api/traces/<id>`: `{"batches":[…]}`, or `tempopb.Trace` bytes for `Accept: application/protobuf`. */
-export async function getTraceV1(
+type TraceVersion = 'v1' | 'v2';
+
+const TRACE_ENCODERS: Record<
+  TraceVersion,
+  { proto: (s: readonly SpanRecord[]) => Uint8Array; json: (s: readonly SpanRecord[]) => unknown }
+> = {
+  v1: { proto: traceProto, json: traceJsonV1 },
+  v2: { proto: traceByIdProto, json: traceByIdJson },
+};
+
+async function getTrace(
+  version: TraceVersion,
   source: SpanSource,
   params: ApiParams,
   now: Clock,
@@ -64,22 +74,28 @@ export async function getTraceV1(
   accept?: string,
 ): Promise<ApiResponse> {
   const spans = await fetchTrace(source, params, now, traceId);
-  if (wantsProtobuf(accept)) return { status: 200, body: bytes(traceProto(spans)), contentType: PROTOBUF };
-  return { status: 200, body: traceJsonV1(spans), contentType: 'application/json' };
+  const encode = TRACE_ENCODERS[version];
+  if (wantsProtobuf(accept)) return { status: 200, body: bytes(encode.proto(spans)), contentType: PROTOBUF };
+  return { status: 200, body: encode.json(spans), contentType: 'application/json' };
 }
 
-/** `GET /api/v2/traces/<id>`: `{"trace":{"resourceSpans":[…]}}`, or `tempopb.TraceByIDResponse` bytes. */
-export async function getTraceV2(
+/** `GET /api/traces/<id>`: `{"batches":[…]}`, or `tempopb.Trace` bytes for `Accept: application/protobuf`. */
+export const getTraceV1 = (
   source: SpanSource,
   params: ApiParams,
   now: Clock,
   traceId: string,
   accept?: string,
-): Promise<ApiResponse> {
-  const spans = await fetchTrace(source, params, now, traceId);
-  if (wantsProtobuf(accept)) return { status: 200, body: bytes(traceByIdProto(spans)), contentType: PROTOBUF };
-  return { status: 200, body: traceByIdJson(spans), contentType: 'application/json' };
-}
+): Promise<ApiResponse> => getTrace('v1', source, params, now, traceId, accept);
+
+/** `GET /api/v2/traces/<id>`: `{"trace":{"resourceSpans":[…]}}`, or `tempopb.TraceByIDResponse` bytes. */
+export const getTraceV2 = (
+  source: SpanSource,
+  params: ApiParams,
+  now: Clock,
+  traceId: string,
+  accept?: string,
+): Promise<ApiResponse> => getTrace('v2', source, params, now, traceId, accept);
 
 const SEARCH_PARAMS = new Set(['q', 'tags', 'minDuration', 'maxDuration', 'limit', 'start', 'end', 'spss']);
 

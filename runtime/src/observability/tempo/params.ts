@@ -3,7 +3,8 @@
  * durations, and trace ids. Bad values are 400s with Tempo's wording where Tempo has one.
  */
 import { type ApiParams, ObservabilityQueryError } from '../errors.ts';
-import { formatGoDuration, parseGoDurationNs } from '../traceql/literals.ts';
+import { formatGoDuration } from '../go/durations.ts';
+import { parseGoDurationNs } from '../traceql/literals.ts';
 
 export const MAX_SEARCH_LIMIT = 1000;
 export const MAX_SPANS_PER_SPANSET = 1000;

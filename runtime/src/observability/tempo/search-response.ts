@@ -6,7 +6,7 @@ import type { SpanRecord } from '../model.ts';
 import type { Field, Value } from '../traceql/ast.ts';
 import type { Spanset, SpansetAttribute } from '../traceql/evaluate.ts';
 import { type TraceContext, fieldValue } from '../traceql/fields.ts';
-import { formatGoDuration } from '../traceql/literals.ts';
+import { formatGoDuration } from '../go/durations.ts';
 import type { SearchOutcome } from '../traceql/search.ts';
 
 /** Tempo's text when a trace's root span is not (yet) in the store. */

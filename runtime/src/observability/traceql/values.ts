@@ -4,6 +4,7 @@
  * by (in)equality. A missing attribute (nil) compares false to everything (`= nil` and `!= nil` are existence tests, evaluate.ts); mismatched types are false
  * for every operator, `!=` included, so `{ .x != "a" }` needs the attribute to exist, as in Tempo.
  */
+import { applyArithmetic } from '../go/numbers.ts';
 import type { ArithmeticOp, BinaryOp, ComparisonOp, Value } from './ast.ts';
 
 const COMPARISONS = new Set<string>(['=', '!=', '<', '<=', '>', '>=', '=~', '!~']);
@@ -72,27 +73,10 @@ export function compare(op: ComparisonOp, l: Value, r: Value, regex: (source: st
   return false;
 }
 
-function applyNumber(op: ArithmeticOp, a: number, b: number): number {
-  switch (op) {
-    case '+':
-      return a + b;
-    case '-':
-      return a - b;
-    case '*':
-      return a * b;
-    case '/':
-      return a / b;
-    case '%':
-      return a % b;
-    case '^':
-      return a ** b;
-  }
-}
-
 /** `l op r` on numbers and durations; anything else (or a division by zero) is nil. */
 export function arithmetic(op: ArithmeticOp, l: Value, r: Value): Value {
   if (!NUMERIC.has(l.type) || !NUMERIC.has(r.type)) return { type: 'nil' };
-  const v = applyNumber(op, numeric(l), numeric(r));
+  const v = applyArithmetic(op, numeric(l), numeric(r));
   if (!Number.isFinite(v)) return { type: 'nil' };
   if (l.type === 'duration' || r.type === 'duration') return { type: 'duration', value: BigInt(Math.trunc(v)) };
   if (l.type === 'int' && r.type === 'int' && op !== '/' && op !== '^') return { type: 'int', value: v };

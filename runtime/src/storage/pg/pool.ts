@@ -35,6 +35,25 @@ export function createPool(options: PoolOptions): pg.Pool {
 }
 
 /** A connection of its own, outside the pool (LISTEN needs one that stays open); errors end up on its queries. */
+/**
+ * Runs `work` in one transaction on a client of `pool`: COMMIT when it returns, ROLLBACK (best effort) and rethrow when
+ * it throws. The client goes back to the pool either way.
+ */
+export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const result = await work(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
 export async function connectClient(url: string, applicationName: string): Promise<pg.Client> {
   const client = new pg.Client({ connectionString: url, application_name: applicationName });
   client.on('error', () => undefined);

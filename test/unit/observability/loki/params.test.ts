@@ -1,11 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ObservabilityQueryError } from '../../../../runtime/src/observability/errors.ts';
-import {
-  formatGoDuration,
-  formatSampleValue,
-  parseDurationNs,
-  unquote,
-} from '../../../../runtime/src/observability/logql/literals.ts';
+import { formatGoDuration, parseDurationNs } from '../../../../runtime/src/observability/go/durations.ts';
+import { formatSampleValue, unquote } from '../../../../runtime/src/observability/logql/literals.ts';
 import {
   bounds,
   defaultStep,

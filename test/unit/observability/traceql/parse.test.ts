@@ -114,7 +114,7 @@ describe('parseTraceQL', () => {
     expect(error('{ .a = $var }').message).toBe('invalid TraceQL query: the template variable $var is not supported');
     expect(error('{ parent = nil }').message).toBe('invalid TraceQL query: the intrinsic parent is not supported');
     expect(error('{ .a =~ "(" }').message).toBe(
-      'invalid TraceQL query: invalid regular expression "(": Invalid regular expression: /^(?:()$/: Unterminated group',
+      'invalid TraceQL query: invalid regex "(": Invalid regular expression: /^(?:()$/: Unterminated group',
     );
   });
 });

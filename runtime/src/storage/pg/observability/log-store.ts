@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { inTransaction } from '../pool.ts';
 import type { LabelMatcher, LogLineInsert, LogRecord, LogSelection, LogSource } from '../../../observability/model.ts';
 import { streamKey } from '../../../observability/labels.ts';
 import { matchesAll } from '../../../observability/matchers.ts';
@@ -39,15 +40,13 @@ export class PgLogStore implements LogSource {
       }
     }
     const keys = [...streams.keys()];
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN');
+    await inTransaction(this.pool, async (client) => {
       const { rows } = await client.query<{ id: string; labels: Record<string, string> }>(
         `INSERT INTO ratchet.log_stream AS s (labels, first_ns, last_ns)
-         SELECT l, f, t FROM unnest($1::jsonb[], $2::bigint[], $3::bigint[]) AS u(l, f, t)
-         ON CONFLICT (labels) DO UPDATE
-           SET first_ns = LEAST(s.first_ns, EXCLUDED.first_ns), last_ns = GREATEST(s.last_ns, EXCLUDED.last_ns)
-         RETURNING id, labels`,
+       SELECT l, f, t FROM unnest($1::jsonb[], $2::bigint[], $3::bigint[]) AS u(l, f, t)
+       ON CONFLICT (labels) DO UPDATE
+         SET first_ns = LEAST(s.first_ns, EXCLUDED.first_ns), last_ns = GREATEST(s.last_ns, EXCLUDED.last_ns)
+       RETURNING id, labels`,
         [
           keys.map((k) => JSON.stringify(streams.get(k)!.labels)),
           keys.map((k) => streams.get(k)!.first.toString()),
@@ -58,9 +57,9 @@ export class PgLogStore implements LogSource {
       for (const r of rows) ids.set(streamKey(r.labels), r.id);
       await client.query(
         `INSERT INTO ratchet.log_line (ts_ns, seq, stream_id, invocation_id, line)
-         SELECT t, nextval('ratchet.log_line_seq'), s, i, l
-         FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[]) WITH ORDINALITY AS u(t, s, i, l, o)
-         ORDER BY o`,
+       SELECT t, nextval('ratchet.log_line_seq'), s, i, l
+       FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[]) WITH ORDINALITY AS u(t, s, i, l, o)
+       ORDER BY o`,
         [
           lines.map((l) => l.tsNs.toString()),
           lines.map((l) => ids.get(l.labelsKey)!),
@@ -68,13 +67,7 @@ export class PgLogStore implements LogSource {
           lines.map((l) => l.line),
         ],
       );
-      await client.query('COMMIT');
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
+    });
   }
 
   /** Forgets streams without a line since `olderThanNs` (their lines are gone with their partitions). */

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { inTransaction } from '../pool.ts';
 
 /**
  * The time partitions of the observability tables (`ratchet.log_line` by `ts_ns`, `ratchet.span` by `start_ns`): one
@@ -47,24 +48,16 @@ export class Partitions {
       if (!this.known[table].has(start)) missing.add(start);
     }
     if (missing.size === 0) return;
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN');
+    await inTransaction(this.pool, async (client) => {
       await client.query('SELECT pg_advisory_xact_lock($1::bigint)', [LOCK_KEYS[table]]);
       for (const start of missing) {
         await client.query(
           `CREATE TABLE IF NOT EXISTS ratchet.${partitionName(table, start)} PARTITION OF ratchet.${table}
-           FOR VALUES FROM (${start}) TO (${start + WINDOW_NS})`,
+         FOR VALUES FROM (${start}) TO (${start + WINDOW_NS})`,
         );
       }
-      await client.query('COMMIT');
-      for (const start of missing) this.known[table].add(start);
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
+    });
+    for (const start of missing) this.known[table].add(start);
   }
 
   /** The partitions of `table`, oldest first, with their sizes on disk. */
@@ -101,18 +94,10 @@ export class Partitions {
       }
     }
     if (drop.length === 0) return [];
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN');
+    await inTransaction(this.pool, async (client) => {
       await client.query('SELECT pg_advisory_xact_lock($1::bigint)', [LOCK_KEYS[table]]);
       for (const p of drop) await client.query(`DROP TABLE IF EXISTS ratchet.${p.name}`);
-      await client.query('COMMIT');
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
+    });
     for (const p of drop) this.known[table].delete(p.startNs);
     return drop.map((p) => p.name);
   }
