@@ -130,6 +130,7 @@ export class InvocationLog implements InvocationObserver {
         fields,
         target: 'invocation',
       }),
+      json: true,
     });
   }
 }

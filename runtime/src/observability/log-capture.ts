@@ -137,6 +137,7 @@ export class LogCapture implements DestinationStream {
       labelsKey: stream.key,
       invocationId: typeof invocationId === 'string' ? invocationId : undefined,
       line,
+      json: true,
     };
   }
 

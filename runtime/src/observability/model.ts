@@ -21,6 +21,8 @@ export interface LogLineInsert {
   /** restate.invocation.id of an invocation-scoped line. */
   readonly invocationId: string | undefined;
   readonly line: string;
+  /** The line is the text of a JSON object, as JSON.stringify wrote it (the store may pass it on without escaping). */
+  readonly json?: boolean;
 }
 
 /** A stream selector matcher, `{name op "value"}`. Regexes are anchored at both ends, as in Loki and Prometheus. */

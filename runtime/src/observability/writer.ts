@@ -1,10 +1,11 @@
 import type { Logger } from 'pino';
 import type { LogLineInsert, SpanRecord } from './model.ts';
+import { encodeSpan, type EncodedSpan } from './span-json.ts';
 
 /** Where the writer puts batches: PostgreSQL in a node (storage/pg/observability), anything in a test. */
 export interface ObservabilitySink {
   insertLogs(lines: readonly LogLineInsert[]): Promise<void>;
-  insertSpans(spans: readonly SpanRecord[]): Promise<void>;
+  insertSpans(spans: readonly EncodedSpan[]): Promise<void>;
 }
 
 export interface WriterOptions {
@@ -69,7 +70,7 @@ class Bounded<T> {
  */
 export class ObservabilityWriter {
   private readonly logs: Bounded<LogLineInsert>;
-  private readonly spans: Bounded<SpanRecord>;
+  private readonly spans: Bounded<EncodedSpan>;
   private readonly counters: WriterCounters = { written: { logs: 0, spans: 0 }, dropped: { logs: 0, spans: 0 } };
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> | undefined;
@@ -92,7 +93,7 @@ export class ObservabilityWriter {
   }
 
   span(span: SpanRecord): void {
-    if (!this.closed) this.spans.push(span);
+    if (!this.closed) this.spans.push(encodeSpan(span));
   }
 
   stats(): WriterCounters {

@@ -61,6 +61,7 @@ async function start(logger = log.logger, name = 'a'): Promise<RuntimeHandle> {
       RATCHET_ADMIN_BIND: '127.0.0.1:0',
       RATCHET_METRICS_BIND: '127.0.0.1:0',
       RATCHET_INTROSPECTION_BIND: '127.0.0.1:0',
+      RATCHET_OBSERVABILITY_BIND: '127.0.0.1:0',
       RATCHET_NODE_NAME: `schema-changes-${name}-${process.pid}`,
       RATCHET_MAX_JOURNAL_RETENTION: '7d',
     },

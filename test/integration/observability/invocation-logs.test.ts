@@ -63,7 +63,7 @@ describe('invocation logs in the log store', () => {
   async function linesOf(id: string): Promise<StoredLine[]> {
     const { rows } = await client.query<StoredLine>(
       `SELECT l.line, s.labels FROM ratchet.log_line l JOIN ratchet.log_stream s ON s.id = l.stream_id
-       WHERE l.invocation_id = $1 ORDER BY l.ts_ns, l.seq`,
+       WHERE l.invocation_id = $1 ORDER BY l.ts_ns, l.seq, l.position`,
       [id],
     );
     return rows;

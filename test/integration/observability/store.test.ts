@@ -2,6 +2,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { streamKey } from '../../../runtime/src/observability/labels.ts';
 import type { LogLineInsert, SpanRecord } from '../../../runtime/src/observability/model.ts';
+import { encodeSpan, type EncodedSpan } from '../../../runtime/src/observability/span-json.ts';
 import { ObservabilityWriter, type ObservabilitySink } from '../../../runtime/src/observability/writer.ts';
 import { migrate } from '../../../runtime/src/storage/pg/migrate.ts';
 import { WINDOW_NS } from '../../../runtime/src/storage/pg/observability/partitions.ts';
@@ -83,12 +84,13 @@ describe('observability store', () => {
     const all = { matchers: [], lineFilters: [], startNs: T0, endNs: T0 + 2n * WINDOW_NS, limit: 100 };
     const backward = await store.logs.select({ ...all, direction: 'backward' });
     expect(backward.map((r) => r.tsNs - T0)).toEqual([WINDOW_NS, 2n, 2n, 1n]);
-    // Same nanosecond: insertion order (admin's line was inserted first).
-    expect(backward[1]!.labels).toEqual(engine);
+    // Same nanosecond in two streams (only lines of different nodes can share one): the order of their chunks, which
+    // is the order in which the batch first had a line of each stream (engine's first).
+    expect(backward[1]!.labels).toEqual(admin);
     const forward = await store.logs.select({ ...all, direction: 'forward', limit: 2 });
     expect(forward.map((r) => r.line)).toEqual([
       '{"fields":{"message":"started","restate.invocation.id":"inv_a"}}',
-      '{"fields":{"message":"registered"}}',
+      '{"fields":{"message":"completed","restate.invocation.id":"inv_a"}}',
     ]);
     const exclusive = await store.logs.select({ ...all, endNs: T0 + WINDOW_NS, direction: 'forward' });
     expect(exclusive).toHaveLength(3);
@@ -137,11 +139,16 @@ describe('observability store', () => {
 
   it('stores spans and finds them by trace, by invocation id and by attribute', async () => {
     const trace = 'a'.repeat(32);
-    await store.insertSpans([
-      span(trace, '1'.repeat(16), T0, { 'restate.invocation.id': 'inv_a', 'rpc.service': 'Greeter' }),
-      span(trace, '2'.repeat(16), T0 + MS, { 'restate.invocation.id': 'inv_a', 'rpc.service': 'Greeter', n: 2 }),
-      span('b'.repeat(32), '3'.repeat(16), T0 + 2n * MS, { 'restate.invocation.id': 'inv_b', 'rpc.service': 'Other' }),
-    ]);
+    await store.insertSpans(
+      [
+        span(trace, '1'.repeat(16), T0, { 'restate.invocation.id': 'inv_a', 'rpc.service': 'Greeter' }),
+        span(trace, '2'.repeat(16), T0 + MS, { 'restate.invocation.id': 'inv_a', 'rpc.service': 'Greeter', n: 2 }),
+        span('b'.repeat(32), '3'.repeat(16), T0 + 2n * MS, {
+          'restate.invocation.id': 'inv_b',
+          'rpc.service': 'Other',
+        }),
+      ].map(encodeSpan),
+    );
     const got = await store.spans.trace(trace);
     expect(got.map((s) => s.spanId).sort()).toEqual(['1'.repeat(16), '2'.repeat(16)]);
     expect(got.find((s) => s.spanId === '2'.repeat(16))).toMatchObject({
@@ -165,6 +172,54 @@ describe('observability store', () => {
     });
     expect(byResource.map((s) => s.spanId)).toEqual(['3'.repeat(16), '2'.repeat(16), '1'.repeat(16)]);
     expect(await store.spans.traces(['b'.repeat(32), 'c'.repeat(32)])).toHaveLength(1);
+  });
+
+  it('reads a long range in slices from the end it starts at, and keeps lines byte for byte', async () => {
+    // Twelve lines ten minutes apart, far from the other tests' times, in two batches (so in several chunks).
+    const T1 = T0 + 40n * WINDOW_NS;
+    const slices = { ...engine, component: 'slices' };
+    const at = (i: number): bigint => T1 + BigInt(i) * 600_000n * MS;
+    const texts = Array.from({ length: 12 }, (_, i) =>
+      i % 2 === 0 ? `plain "quoted" \\ line ${i}\nsecond line, ünïcödé` : `{"fields":{"message":"json  line ${i}"}}`,
+    );
+    const batch = (from: number, to: number): LogLineInsert[] =>
+      texts.slice(from, to).map((t, k) => ({ ...line(at(from + k), slices, t), json: t.startsWith('{') }));
+    await store.insertLogs(batch(0, 5));
+    await store.insertLogs(batch(5, 12));
+    const q = {
+      matchers: [{ name: 'component', op: '=' as const, value: 'slices' }],
+      lineFilters: [],
+      startNs: T1,
+      endNs: T1 + 3n * WINDOW_NS,
+    };
+    const newest = await store.logs.select({ ...q, direction: 'backward', limit: 3 });
+    expect(newest.map((r) => r.line)).toEqual([texts[11], texts[10], texts[9]]);
+    const oldest = await store.logs.select({ ...q, direction: 'forward', limit: 3 });
+    expect(oldest.map((r) => r.tsNs)).toEqual([at(0), at(1), at(2)]);
+    const all = await store.logs.select({ ...q, direction: 'forward', limit: 100 });
+    expect(all.map((r) => r.line)).toEqual(texts);
+    // A range that starts inside: the first line is the one at or after its start, never one before.
+    const inside = await store.logs.select({ ...q, startNs: at(4) + 1n, direction: 'forward', limit: 2 });
+    expect(inside.map((r) => r.tsNs)).toEqual([at(5), at(6)]);
+  });
+
+  it('scans spans newest first across slices, up to the limit', async () => {
+    const T2 = T0 + 50n * WINDOW_NS;
+    const spans = Array.from({ length: 8 }, (_, i) =>
+      span('d'.repeat(32), `${i}`.repeat(16), T2 + BigInt(i) * 900_000n * MS, { 'restate.invocation.id': 'inv_s' }),
+    );
+    await store.insertSpans(spans.slice(0, 3).map(encodeSpan));
+    await store.insertSpans(spans.slice(3).map(encodeSpan));
+    const range = { startNs: T2, endNs: T2 + WINDOW_NS };
+    const two = await store.spans.scan({ ...range, hints: [], maxSpans: 2 });
+    expect(two.map((s) => s.spanId)).toEqual(['7'.repeat(16), '6'.repeat(16)]);
+    const byInvocation = await store.spans.scan({
+      ...range,
+      hints: [{ scope: 'span', key: 'restate.invocation.id', value: 'inv_s' }],
+      maxSpans: 100,
+    });
+    expect(byInvocation).toHaveLength(8);
+    expect((await store.spans.trace('d'.repeat(32))).length).toBe(8);
   });
 
   it('drops the partitions past the retention, then the oldest while over the size bound, never the newest', async () => {
@@ -223,13 +278,13 @@ describe('observability writer', () => {
   class FlakySink implements ObservabilitySink {
     up = true;
     logs: LogLineInsert[] = [];
-    spans: SpanRecord[] = [];
+    spans: EncodedSpan[] = [];
     insertLogs(lines: readonly LogLineInsert[]): Promise<void> {
       if (!this.up) return Promise.reject(new Error('store away'));
       this.logs.push(...lines);
       return Promise.resolve();
     }
-    insertSpans(spans: readonly SpanRecord[]): Promise<void> {
+    insertSpans(spans: readonly EncodedSpan[]): Promise<void> {
       if (!this.up) return Promise.reject(new Error('store away'));
       this.spans.push(...spans);
       return Promise.resolve();

@@ -12,6 +12,12 @@ import {
 } from '../../../runtime/src/observability/tracing/context.ts';
 import { InvocationTracer } from '../../../runtime/src/observability/tracing/invocation-tracer.ts';
 import { createTracing } from '../../../runtime/src/observability/tracing/tracing.ts';
+import { IngressTracer } from '../../../runtime/src/observability/tracing/ingress-tracer.ts';
+import { RecordingTracer } from '../../../runtime/src/observability/tracing/recording-tracer.ts';
+import { StoreSpanProcessor } from '../../../runtime/src/observability/tracing/store-exporter.ts';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
+import type { Tracer } from '@opentelemetry/api';
 
 const silent = pino({ level: 'silent' });
 
@@ -90,6 +96,100 @@ describe('tracing', () => {
     expect(ok!.events.map((e) => e.name)).toEqual(['restate.invocation.lifecycle.replayed']);
     expect(end!.attributes['restate.invocation.result']).toBe('success');
     expect(end!.endNs).toBeGreaterThanOrEqual(end!.startNs);
+  });
+
+  it("records the same spans as OpenTelemetry's SDK (names, parents, attributes, events, links, status)", async () => {
+    const resource = { 'service.name': 'Ratchet', 'service.instance.id': 'c/n' };
+    const run = (tracer: Tracer): void => {
+      const ingress = new IngressTracer(tracer).start({
+        service: 'Counter',
+        handler: 'add',
+        key: 'k',
+        headers: { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', tracestate: 'v=1' },
+        remoteAddress: '127.0.0.1',
+        remotePort: 5000,
+      });
+      const tracer2 = new InvocationTracer(tracer);
+      const req = { id: 'inv_1', target: 'Counter/k/add', service: 'Counter', handler: 'add', key: 'k' };
+      const caller = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+      const traceContext = tracer2.newTrace({ ...req, parent: ingress.traceContext, caller });
+      ingress.end('inv_1', 200);
+      const inv = { ...req, deploymentId: 'dp_1', attempt: 0, partition: 0, traceContext };
+      tracer2.event(inv, { kind: 'started', protocolVersion: 6 });
+      tracer2.event(inv, { kind: 'retrying', code: 'RT0007', message: 'boom', stacktrace: 'Error: boom', delayMs: 10 });
+      tracer2.event({ ...inv, attempt: 1 }, { kind: 'started', protocolVersion: 6 });
+      tracer2.event({ ...inv, attempt: 1 }, { kind: 'paused', by: 'admin', code: undefined, message: undefined });
+      tracer2.event(inv, { kind: 'completed', outcome: 'failure', code: 500, message: 'bad' });
+    };
+    const viaSdk: SpanRecord[] = [];
+    const provider = new BasicTracerProvider({
+      resource: resourceFromAttributes(resource),
+      spanProcessors: [new StoreSpanProcessor({ span: (s) => viaSdk.push(s) })],
+    });
+    run(provider.getTracer('services'));
+    const direct: SpanRecord[] = [];
+    run(new RecordingTracer({ span: (s) => direct.push(s) }, resource, 'services'));
+
+    // Ids and times differ between the runs; the rest, and how the spans refer to each other, must not.
+    const shape = (spans: SpanRecord[]): unknown[] => {
+      const ids = new Map<string, string>();
+      const idOf = (id: string): string => {
+        if (id === '' || id === '00f067aa0ba902b7' || id === 'b7ad6b7169203331') return id;
+        if (!ids.has(id)) ids.set(id, `span${ids.size}`);
+        return ids.get(id)!;
+      };
+      for (const s of spans) idOf(s.spanId);
+      return spans.map((s) => ({
+        ...s,
+        traceId: s.traceId === '4bf92f3577b34da6a3ce929d0e0e4736' ? 'client trace' : 'other',
+        spanId: idOf(s.spanId),
+        parentSpanId: idOf(s.parentSpanId),
+        startNs: 0,
+        endNs: s.endNs >= s.startNs,
+        events: s.events.map((e) => ({ ...e, timeNs: e.timeNs >= s.startNs })),
+      }));
+    };
+    expect(direct).toHaveLength(5);
+    expect(shape(direct)).toEqual(shape(viaSdk));
+    expect(direct.every((s) => s.traceId === '4bf92f3577b34da6a3ce929d0e0e4736')).toBe(true);
+    expect(direct[0]!.links).toEqual([
+      {
+        traceId: '0af7651916cd43dd8448eb211c80319c',
+        spanId: 'b7ad6b7169203331',
+        attributes: { 'restate.link': 'caller' },
+      },
+    ]);
+    // Times are Unix nanoseconds of now.
+    const now = BigInt(Date.now()) * 1_000_000n;
+    expect(direct[0]!.startNs > now - 60_000_000_000n && direct[0]!.startNs <= now + 1_000_000_000n).toBe(true);
+    await provider.shutdown();
+  });
+
+  it('records nothing below a parent that was not sampled, as the SDK with its default sampler', () => {
+    const unsampled = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00';
+    const viaSdk: SpanRecord[] = [];
+    const provider = new BasicTracerProvider({
+      spanProcessors: [new StoreSpanProcessor({ span: (s) => viaSdk.push(s) })],
+    });
+    const direct: SpanRecord[] = [];
+    for (const tracer of [
+      provider.getTracer('services'),
+      new RecordingTracer({ span: (s) => direct.push(s) }, {}, 's'),
+    ]) {
+      const ctx = new InvocationTracer(tracer).newTrace({
+        id: 'inv_1',
+        target: 'A/b',
+        service: 'A',
+        handler: 'b',
+        key: null,
+        parent: unsampled,
+        caller: undefined,
+      });
+      // The invocation stays in the client's trace, unsampled, so that its SDK spans are not sampled either.
+      expect(ctx).toMatch(/^00-4bf92f3577b34da6a3ce929d0e0e4736-[0-9a-f]{16}-00$/);
+    }
+    expect(viaSdk).toEqual([]);
+    expect(direct).toEqual([]);
   });
 
   it('makes no spans at all without a store and a collector', () => {

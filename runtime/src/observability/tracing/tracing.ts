@@ -3,7 +3,11 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { Logger } from 'pino';
+import { RecordingTracer } from './recording-tracer.ts';
 import { StoreSpanProcessor, type SpanSink } from './store-exporter.ts';
+
+/** The instrumentation scope of Ratchet's spans. */
+const SCOPE = 'services';
 
 export interface TracingOptions {
   readonly clusterName: string;
@@ -33,6 +37,20 @@ export function createTracing(options: TracingOptions): Tracing | undefined {
   const otlp = (env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? '') !== '' || (env.OTEL_EXPORTER_OTLP_ENDPOINT ?? '') !== '';
   // Neither a store nor a collector: no spans at all (they would cost the invocation path for nobody).
   if (processors.length === 0 && !otlp) return undefined;
+  const resource = {
+    'service.name': 'Ratchet',
+    'service.namespace': 'Ratchet',
+    'service.version': options.version,
+    'service.instance.id': `${options.clusterName}/${options.nodeName}`,
+  };
+  // Only the store: spans become its records directly, without the SDK's per-span machinery (recording-tracer.ts).
+  if (!otlp && options.sink !== undefined) {
+    return {
+      tracer: new RecordingTracer(options.sink, resource, SCOPE),
+      exportsOtlp: false,
+      shutdown: () => Promise.resolve(),
+    };
+  }
   if (otlp) {
     processors.push(new BatchSpanProcessor(new OTLPTraceExporter()));
     options.logger.info(
@@ -41,16 +59,11 @@ export function createTracing(options: TracingOptions): Tracing | undefined {
     );
   }
   const provider = new BasicTracerProvider({
-    resource: resourceFromAttributes({
-      'service.name': 'Ratchet',
-      'service.namespace': 'Ratchet',
-      'service.version': options.version,
-      'service.instance.id': `${options.clusterName}/${options.nodeName}`,
-    }),
+    resource: resourceFromAttributes(resource),
     spanProcessors: processors,
   });
   return {
-    tracer: provider.getTracer('services', options.version),
+    tracer: provider.getTracer(SCOPE, options.version),
     exportsOtlp: otlp,
     shutdown: () => provider.shutdown(),
   };

@@ -9,6 +9,11 @@ export interface PoolOptions {
   applicationName: string;
   /** PostgreSQL's statement_timeout for every statement on these connections (none by default). */
   statementTimeoutMs?: number;
+  /**
+   * Commits on these connections return before their WAL is flushed (`synchronous_commit = off`): for writes whose
+   * loss in a crash of PostgreSQL costs nothing that was acknowledged (the observability store), never for invocations.
+   */
+  asynchronousCommit?: boolean;
 }
 
 export function createPool(options: PoolOptions): pg.Pool {
@@ -21,6 +26,7 @@ export function createPool(options: PoolOptions): pg.Pool {
     // A database host that drops packets must fail startup and requests, not hang them.
     connectionTimeoutMillis: 10_000,
     ...(options.statementTimeoutMs === undefined ? {} : { statement_timeout: options.statementTimeoutMs }),
+    ...(options.asynchronousCommit === true ? { options: '-c synchronous_commit=off' } : {}),
   });
   pool.on('error', () => {
     // Errors on idle clients surface again on the next checkout; nothing to do here.

@@ -3,7 +3,25 @@ import { inTransaction } from '../pool.ts';
 import type { LabelMatcher, LogLineInsert, LogRecord, LogSelection, LogSource } from '../../../observability/model.ts';
 import { streamKey } from '../../../observability/labels.ts';
 import { matchesAll } from '../../../observability/matchers.ts';
-import type { Partitions } from './partitions.ts';
+import { type Partitions, windowStart } from './partitions.ts';
+import { readInSlices } from './slices.ts';
+
+function byTime(x: LogLineInsert, y: LogLineInsert): number {
+  return x.tsNs < y.tsNs ? -1 : x.tsNs > y.tsNs ? 1 : 0;
+}
+
+/** The lines of the chunks a query selects, one row each: `u.ts_ns`, `u.line`, and `u.o` its place in the chunk. */
+const LINES = `ratchet.log_chunk c CROSS JOIN LATERAL (
+  SELECT t::bigint AS ts_ns, CASE json_typeof(e) WHEN 'string' THEN e #>> '{}' ELSE e::text END AS line, o
+  FROM ROWS FROM (json_array_elements_text(c.ts_ns::json), json_array_elements(c.lines::json)) WITH ORDINALITY
+    AS x(t, e, o)) u`;
+
+/** The lines of one stream in one partition window, as one row of `ratchet.log_chunk`. */
+interface Chunk {
+  readonly labelsKey: string;
+  readonly window: bigint;
+  readonly lines: LogLineInsert[];
+}
 
 interface StreamRow {
   id: string;
@@ -13,9 +31,11 @@ interface StreamRow {
 }
 
 /**
- * Log lines in PostgreSQL (`ratchet.log_stream`, `ratchet.log_line`), written by every node and read by any. Stream
- * matchers are evaluated here over the streams of the range (a small table: one row per label set), with the same
- * regex semantics as the LogQL engine; lines are read by stream and time, newest or oldest first.
+ * Log lines in PostgreSQL (`ratchet.log_stream`, `ratchet.log_chunk`), written by every node and read by any. A batch
+ * of lines is stored as one chunk per stream and partition window (the lines in time order, in two arrays), so that a
+ * line costs PostgreSQL a few bytes of an array rather than a row and its index entries. Stream matchers are evaluated
+ * here over the streams of the range (a small table: one row per label set), with the same regex semantics as the LogQL
+ * engine; lines are read by stream and time from the chunks that overlap the range, newest or oldest first.
  */
 export class PgLogStore implements LogSource {
   constructor(
@@ -23,13 +43,10 @@ export class PgLogStore implements LogSource {
     private readonly partitions: Partitions,
   ) {}
 
-  /** Inserts a batch of lines (one transaction: the streams they belong to, then the lines). */
+  /** Inserts a batch of lines (one transaction: the streams they belong to, then their chunks). */
   async insert(lines: readonly LogLineInsert[]): Promise<void> {
     if (lines.length === 0) return;
-    await this.partitions.ensure(
-      'log_line',
-      lines.map((l) => l.tsNs),
-    );
+    const chunks = new Map<string, Chunk>();
     const streams = new Map<string, { labels: Readonly<Record<string, string>>; first: bigint; last: bigint }>();
     for (const l of lines) {
       const s = streams.get(l.labelsKey);
@@ -38,15 +55,24 @@ export class PgLogStore implements LogSource {
         if (l.tsNs < s.first) s.first = l.tsNs;
         if (l.tsNs > s.last) s.last = l.tsNs;
       }
+      const window = windowStart(l.tsNs);
+      const key = `${window}\u0000${l.labelsKey}`;
+      let c = chunks.get(key);
+      if (c === undefined) chunks.set(key, (c = { labelsKey: l.labelsKey, window, lines: [] }));
+      c.lines.push(l);
     }
+    await this.partitions.ensure(
+      'log_chunk',
+      [...chunks.values()].map((c) => c.window),
+    );
     const keys = [...streams.keys()];
     await inTransaction(this.pool, async (client) => {
       const { rows } = await client.query<{ id: string; labels: Record<string, string> }>(
         `INSERT INTO ratchet.log_stream AS s (labels, first_ns, last_ns)
-       SELECT l, f, t FROM unnest($1::jsonb[], $2::bigint[], $3::bigint[]) AS u(l, f, t)
-       ON CONFLICT (labels) DO UPDATE
-         SET first_ns = LEAST(s.first_ns, EXCLUDED.first_ns), last_ns = GREATEST(s.last_ns, EXCLUDED.last_ns)
-       RETURNING id, labels`,
+         SELECT l, f, t FROM unnest($1::jsonb[], $2::bigint[], $3::bigint[]) AS u(l, f, t)
+         ON CONFLICT (labels) DO UPDATE
+           SET first_ns = LEAST(s.first_ns, EXCLUDED.first_ns), last_ns = GREATEST(s.last_ns, EXCLUDED.last_ns)
+         RETURNING id, labels`,
         [
           keys.map((k) => JSON.stringify(streams.get(k)!.labels)),
           keys.map((k) => streams.get(k)!.first.toString()),
@@ -55,18 +81,30 @@ export class PgLogStore implements LogSource {
       );
       const ids = new Map<string, string>();
       for (const r of rows) ids.set(streamKey(r.labels), r.id);
-      await client.query(
-        `INSERT INTO ratchet.log_line (ts_ns, seq, stream_id, invocation_id, line)
-       SELECT t, nextval('ratchet.log_line_seq'), s, i, l
-       FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[]) WITH ORDINALITY AS u(t, s, i, l, o)
-       ORDER BY o`,
-        [
-          lines.map((l) => l.tsNs.toString()),
-          lines.map((l) => ids.get(l.labelsKey)!),
-          lines.map((l) => l.invocationId ?? null),
-          lines.map((l) => l.line),
-        ],
-      );
+      // A chunk's times and lines are JSON arrays in text columns, made here with no escaping of the lines (a line
+      // that is a JSON object goes in as that object; others as JSON strings) and not parsed by PostgreSQL until a
+      // query reads them.
+      for (const c of chunks.values()) {
+        const sorted = c.lines.length > 1 ? [...c.lines].sort(byTime) : c.lines;
+        let ts = '';
+        let text = '';
+        for (const l of sorted) {
+          ts += ts === '' ? l.tsNs.toString() : `,${l.tsNs}`;
+          const element = l.json === true ? l.line : JSON.stringify(l.line);
+          text += text === '' ? element : `,${element}`;
+        }
+        await client.query(
+          `INSERT INTO ratchet.log_chunk (start_ns, end_ns, seq, stream_id, ts_ns, lines)
+           VALUES ($1, $2, nextval('ratchet.log_chunk_seq'), $3, $4, $5)`,
+          [
+            sorted[0]!.tsNs.toString(),
+            sorted[sorted.length - 1]!.tsNs.toString(),
+            ids.get(c.labelsKey)!,
+            `[${ts}]`,
+            `[${text}]`,
+          ],
+        );
+      }
     });
   }
 
@@ -88,25 +126,48 @@ export class PgLogStore implements LogSource {
     return rows.filter((r) => matchesAll(r.labels, matchers));
   }
 
+  /** Lines of the selection, read in slices from the end the query starts at (slices.ts). */
   async select(q: LogSelection): Promise<LogRecord[]> {
     const streams = await this.streamsOf(q.startNs, q.endNs, q.matchers);
     if (streams.length === 0 || q.limit <= 0) return [];
     const labelsOf = new Map(streams.map((s) => [s.id, s.labels]));
-    const values: unknown[] = [streams.map((s) => s.id), q.startNs.toString(), q.endNs.toString(), q.limit];
+    const rows = await readInSlices(q.startNs, q.endNs, q.direction, q.limit, (from, to, limit) =>
+      this.selectSlice(q, streams, from, to, limit),
+    );
+    return rows.map((r) => ({ tsNs: BigInt(r.ts_ns), labels: labelsOf.get(r.stream_id)!, line: r.line }));
+  }
+
+  private async selectSlice(
+    q: LogSelection,
+    streams: readonly { id: string }[],
+    startNs: bigint,
+    endNs: bigint,
+    limit: number,
+  ): Promise<{ ts_ns: string; stream_id: string; line: string }[]> {
+    const values: unknown[] = [
+      streams.map((s) => s.id),
+      startNs.toString(),
+      endNs.toString(),
+      limit,
+      // A chunk lies in one window: one that overlaps the range starts no earlier than the window of its start.
+      windowStart(startNs).toString(),
+    ];
     const filters: string[] = [];
     for (const f of q.lineFilters) {
       // Substring filters run in PostgreSQL; regex filters only in the engine (RE2 and PostgreSQL's regexes differ).
-      if (f.op === '|=') filters.push(`strpos(line, $${values.push(f.value)}) > 0`);
-      else if (f.op === '!=') filters.push(`strpos(line, $${values.push(f.value)}) = 0`);
+      if (f.op === '|=') filters.push(`strpos(u.line, $${values.push(f.value)}) > 0`);
+      else if (f.op === '!=') filters.push(`strpos(u.line, $${values.push(f.value)}) = 0`);
     }
     const order = q.direction === 'forward' ? 'ASC' : 'DESC';
     const { rows } = await this.pool.query<{ ts_ns: string; stream_id: string; line: string }>(
-      `SELECT ts_ns, stream_id, line FROM ratchet.log_line
-       WHERE stream_id = ANY($1::bigint[]) AND ts_ns >= $2 AND ts_ns < $3${filters.map((f) => ` AND ${f}`).join('')}
-       ORDER BY ts_ns ${order}, seq ${order} LIMIT $4`,
+      `SELECT u.ts_ns, c.stream_id, u.line
+       FROM ${LINES}
+       WHERE c.stream_id = ANY($1::bigint[]) AND c.start_ns >= $5 AND c.start_ns < $3 AND c.end_ns >= $2
+         AND u.ts_ns >= $2 AND u.ts_ns < $3${filters.map((f) => ` AND ${f}`).join('')}
+       ORDER BY u.ts_ns ${order}, c.seq ${order}, u.o ${order} LIMIT $4`,
       values,
     );
-    return rows.map((r) => ({ tsNs: BigInt(r.ts_ns), labels: labelsOf.get(r.stream_id)!, line: r.line }));
+    return rows;
   }
 
   async labelNames(startNs: bigint, endNs: bigint, matchers: readonly LabelMatcher[]): Promise<string[]> {

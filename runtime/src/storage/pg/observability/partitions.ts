@@ -2,20 +2,21 @@ import type pg from 'pg';
 import { inTransaction } from '../pool.ts';
 
 /**
- * The time partitions of the observability tables (`ratchet.log_line` by `ts_ns`, `ratchet.span` by `start_ns`): one
- * table per fixed window, created before a writer inserts into it and dropped as a whole once it is past the
+ * The time partitions of the observability tables (`ratchet.log_chunk` and `ratchet.span_chunk`, both by `start_ns`):
+ * one table per fixed window, created before a writer inserts into it and dropped as a whole once it is past the
  * retention or the tables are over their size bound (dropping a partition is instant and leaves no bloat, unlike
- * DELETE). Every node runs this; an advisory lock per table serialises the DDL of concurrent nodes.
+ * DELETE). A chunk never spans two windows (the writers split them). Every node runs this; an advisory lock per table
+ * serialises the DDL of concurrent nodes.
  */
 
 /** Six hours: 28 partitions per table for the default 7 days, and a size bound kept to within a quarter day. */
 export const WINDOW_NS = 6n * 3600n * 1_000_000_000n;
 
-export type ObservabilityTable = 'log_line' | 'span';
+export type ObservabilityTable = 'log_chunk' | 'span_chunk';
 
 const LOCK_KEYS: Record<ObservabilityTable, string> = {
-  log_line: '7308432957233170101',
-  span: '7308432957233170102',
+  log_chunk: '7308432957233170101',
+  span_chunk: '7308432957233170102',
 };
 
 export function windowStart(ns: bigint): bigint {
@@ -36,7 +37,7 @@ export interface PartitionInfo {
 
 export class Partitions {
   /** Window starts known to exist, per table (a cache: a missing entry costs one idempotent statement). */
-  private readonly known: Record<ObservabilityTable, Set<bigint>> = { log_line: new Set(), span: new Set() };
+  private readonly known: Record<ObservabilityTable, Set<bigint>> = { log_chunk: new Set(), span_chunk: new Set() };
 
   constructor(private readonly pool: pg.Pool) {}
 

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
-import type { LogLineInsert, SpanRecord } from '../../../observability/model.ts';
+import type { LogLineInsert } from '../../../observability/model.ts';
+import type { EncodedSpan } from '../../../observability/span-json.ts';
 import type { ObservabilitySink } from '../../../observability/writer.ts';
 import { createPool, type Pool } from '../pool.ts';
 import { PgLogStore } from './log-store.ts';
@@ -37,7 +38,14 @@ export class PgObservabilityStore implements ObservabilitySink {
     private readonly options: ObservabilityStoreOptions,
     private readonly logger: Logger,
   ) {
-    this.writePool = createPool({ url: options.databaseUrl, max: 2, applicationName: 'ratchet-observability-write' });
+    // Lines and spans are not acknowledged to anyone: their commits need not wait for the WAL to reach the disk, nor
+    // make the invocations' commits wait behind them as long.
+    this.writePool = createPool({
+      url: options.databaseUrl,
+      max: 2,
+      applicationName: 'ratchet-observability-write',
+      asynchronousCommit: true,
+    });
     this.queryPool = createPool({
       url: options.databaseUrl,
       max: 4,
@@ -55,7 +63,7 @@ export class PgObservabilityStore implements ObservabilitySink {
     return this.writeLogs.insert(lines);
   }
 
-  insertSpans(spans: readonly SpanRecord[]): Promise<void> {
+  insertSpans(spans: readonly EncodedSpan[]): Promise<void> {
     return this.writeSpans.insert(spans);
   }
 
@@ -76,8 +84,8 @@ export class PgObservabilityStore implements ObservabilitySink {
   async enforce(nowNs: bigint = BigInt(Date.now()) * 1_000_000n): Promise<string[]> {
     const cutoff = nowNs - BigInt(this.options.retentionMs) * 1_000_000n;
     const dropped = [
-      ...(await this.partitions.enforce('log_line', cutoff, this.options.maxBytes)),
-      ...(await this.partitions.enforce('span', cutoff, this.options.maxBytes)),
+      ...(await this.partitions.enforce('log_chunk', cutoff, this.options.maxBytes)),
+      ...(await this.partitions.enforce('span_chunk', cutoff, this.options.maxBytes)),
     ];
     await this.writeLogs.dropStreamsBefore(cutoff);
     if (dropped.length > 0) this.logger.info({ partitions: dropped }, 'observability partitions dropped');
