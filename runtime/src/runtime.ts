@@ -39,7 +39,7 @@ import { IngressTracer } from './observability/tracing/ingress-tracer.ts';
 import { InvocationTracer } from './observability/tracing/invocation-tracer.ts';
 import { createTracing } from './observability/tracing/tracing.ts';
 import { buildObservabilityApp } from './observability/listener/app.ts';
-import { lokiRoutes } from './observability/listener/loki-routes.ts';
+import { lokiRoutes, lokiTailRoute } from './observability/listener/loki-routes.ts';
 import { tempoRoutes } from './observability/listener/tempo-routes.ts';
 import type { LogSource, SpanSource } from './observability/model.ts';
 import type { LogCapture } from './observability/log-capture.ts';
@@ -375,6 +375,7 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
         : await listen(
             buildObservabilityApp({
               routes: [...lokiRoutes(observability.logs), ...tempoRoutes(observability.spans)],
+              streams: [lokiTailRoute(observability.logs)],
               logger,
               auth,
               isReady: () => cluster?.ready() ?? false,

@@ -178,7 +178,12 @@ async function playOn(name: TargetName): Promise<Played> {
   const { startTestRuntime } = await import('../integration/support/runtime.ts');
   const db = await createTestDatabase();
   cleanups.push(() => db.drop());
-  const runtime = await startTestRuntime(db.url, { RATCHET_INVOKER_INACTIVITY_TIMEOUT: '1s' });
+  // restate-server runs without a tracing endpoint, so its invocations have no trace id: Ratchet without its trace
+  // store is the same configuration.
+  const runtime = await startTestRuntime(db.url, {
+    RATCHET_INVOKER_INACTIVITY_TIMEOUT: '1s',
+    RATCHET_OBSERVABILITY_STORE: 'off',
+  });
   cleanups.push(() => runtime.stop());
   const { id } = await registerEndpoint(runtime, endpoint, { timeoutMs: 60_000 });
   return play({ ingressUrl: runtime.ingressUrl, adminUrl: runtime.adminUrl }, id);

@@ -8,7 +8,7 @@ export class ObservabilityQueryError extends Error {
 
   constructor(
     message: string,
-    readonly status: 400 | 404 | 413 | 422 = 400,
+    readonly status: 400 | 404 | 413 | 422 | 429 = 400,
   ) {
     super(message);
   }

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import * as restate from '@restatedev/restate-sdk';
 import { UnsecuredJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
 import { startEndpoint, type SdkEndpoint } from '../../support/sdk-endpoint.ts';
 import { startTestRuntime, type TestRuntime } from '../support/runtime.ts';
@@ -323,5 +324,22 @@ describe('the observability listener (3100)', () => {
     // The observability role opens nothing else.
     expect((await deployments(tokens.observability)).status).toBe(403);
     expect((await greet(tokens.observability)).status).toBe(403);
+  });
+
+  it('asks the tail (WebSocket) for the same token before the upgrade', async () => {
+    const url = `ws://127.0.0.1:${runtime.handle.observability!.port}/loki/api/v1/tail?query=${encodeURIComponent('{level="info"}')}`;
+    const open = (token?: string): Promise<number> =>
+      new Promise((resolve, reject) => {
+        const socket = new WebSocket(url, token === undefined ? {} : { headers: { authorization: `Bearer ${token}` } });
+        socket.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+        socket.once('open', () => {
+          socket.close();
+          resolve(101);
+        });
+        socket.once('error', reject);
+      });
+    expect(await open()).toBe(401);
+    expect(await open(tokens.ingress)).toBe(403);
+    expect(await open(tokens.observability)).toBe(101);
   });
 });

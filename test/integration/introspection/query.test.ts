@@ -250,8 +250,8 @@ describe('renderings', () => {
     expect(row?.['created_at']).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     expect(row?.['completion_retention']).toMatch(/^PT\d+(\.\d{3})?S$/);
     expect(row).not.toHaveProperty('restarted_from');
-    // No spans without a store or an OTLP collector, so no trace (see invocation-traces.test.ts for one).
-    expect(row).not.toHaveProperty('trace_id');
+    // The store is on by default: every invocation has a trace (invocation-traces.test.ts follows one).
+    expect(row?.['trace_id']).toMatch(/^[0-9a-f]{32}$/);
   });
 
   it('Arrow: restate column types, values, and the CLI counters as Int64', async () => {

@@ -38,6 +38,8 @@ describe('invocation logs in the log store', () => {
   // An idle stream is closed after 200 ms, so that the handler suspends on its sleep.
   const env = {
     RATCHET_OBSERVABILITY_STORE: 'on',
+    // Routine lifecycle lines are debug; the store keeps info and above unless told otherwise.
+    RATCHET_OBSERVABILITY_LOG_LEVEL: 'debug',
     RATCHET_NODE_NAME: 'obs-node',
     RATCHET_RETRY_INITIAL_INTERVAL: '50ms',
     RATCHET_CLUSTER_NAME: 'obs',

@@ -46,10 +46,10 @@ describe('loadConfig defaults', () => {
       introspection: { bind: { host: '127.0.0.1', port: 9071 } },
       observability: {
         bind: { host: '127.0.0.1', port: 3100 },
-        store: false,
+        store: true,
         retentionMs: 7 * 86_400_000,
         maxSizeBytes: 10 * 1024 ** 3,
-        logLevel: 'debug',
+        logLevel: 'info',
         queryTimeoutMs: 30_000,
       },
       metrics: { bind: { host: '127.0.0.1', port: 5122 } },

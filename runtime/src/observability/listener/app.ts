@@ -1,3 +1,4 @@
+import websocket from '@fastify/websocket';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { AuthError } from '../../auth/errors.ts';
@@ -11,6 +12,20 @@ export interface ApiRoute {
   handle(request: ApiRequest): Promise<ApiResponse>;
 }
 
+/**
+ * A route that answers over a WebSocket (Loki's tail): `open` checks the request before the upgrade (throwing a 4xx
+ * error refuses it) and returns what starts the stream once the socket is open.
+ */
+export interface StreamRoute {
+  readonly url: string;
+  open(request: ApiRequest): StreamStarter;
+}
+
+export type StreamStarter = (send: (text: string) => void, fail: (err: unknown) => void) => { stop(): void };
+
+/** WebSocket streams open at once on a node, at most (each polls the store); more are refused with 429. */
+const MAX_STREAMS = 64;
+
 export interface ApiRequest {
   readonly params: ApiParams;
   readonly path: Readonly<Record<string, string>>;
@@ -19,6 +34,7 @@ export interface ApiRequest {
 
 export interface ObservabilityAppDeps {
   readonly routes: readonly ApiRoute[];
+  readonly streams?: readonly StreamRoute[];
   readonly logger: Logger;
   /** Managed mode: a bearer token with the role full, admin or observability on every route. */
   readonly auth?: Authenticator | undefined;
@@ -42,6 +58,10 @@ function paramsOf(req: FastifyRequest): ApiParams {
   add(req.query);
   add(req.body);
   return out;
+}
+
+function requestOf(req: FastifyRequest): ApiRequest {
+  return { params: paramsOf(req), path: (req.params ?? {}) as Record<string, string>, headers: req.headers };
 }
 
 function send(reply: FastifyReply, res: ApiResponse): FastifyReply {
@@ -68,6 +88,12 @@ export function buildObservabilityApp(deps: ObservabilityAppDeps): FastifyInstan
       authorize(await auth.authenticate(req.headers.authorization), 'observability');
     });
   }
+  // A refused WebSocket upgrade (a tail with a bad query or no token) is answered on a socket the HTTP server no longer
+  // tracks: it must end with the answer, or an idle client would hold the listener open at shutdown.
+  app.addHook('onResponse', (req, reply, done) => {
+    if (req.headers.upgrade !== undefined && reply.statusCode !== 101) req.raw.socket.end();
+    done();
+  });
   // logcli and Grafana send POST /loki/api/v1/series form-encoded.
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
     const form: Record<string, string[]> = {};
@@ -106,19 +132,56 @@ export function buildObservabilityApp(deps: ObservabilityAppDeps): FastifyInstan
       : reply.code(503).type('text/plain; charset=utf-8').send('not ready'),
   );
 
+  const streams = deps.streams ?? [];
+  if (streams.length > 0) {
+    void app.register(async (scope) => {
+      await scope.register(websocket);
+      const starters = new WeakMap<FastifyRequest, StreamStarter>();
+      let open = 0;
+      for (const route of streams) {
+        scope.get(
+          route.url,
+          {
+            websocket: true,
+            preValidation: (req, _reply, done) => {
+              if (open >= MAX_STREAMS) {
+                done(new ObservabilityQueryError(`too many open tails on this node (at most ${MAX_STREAMS})`, 429));
+                return;
+              }
+              try {
+                starters.set(req, route.open(requestOf(req)));
+                done();
+              } catch (err) {
+                done(err as Error);
+              }
+            },
+          },
+          (socket, req) => {
+            const start = starters.get(req);
+            if (start === undefined) return socket.close(1011, 'not opened');
+            open++;
+            const session = start(
+              (text) => socket.send(text),
+              (err) => {
+                log.warn({ err, url: req.url }, 'tail stopped: the log store failed');
+                socket.close(1011, 'the log store is unavailable');
+              },
+            );
+            socket.on('close', () => {
+              open--;
+              session.stop();
+            });
+          },
+        );
+      }
+    });
+  }
+
   for (const route of deps.routes) {
     app.route({
       method: route.method,
       url: route.url,
-      handler: async (req, reply) =>
-        send(
-          reply,
-          await route.handle({
-            params: paramsOf(req),
-            path: (req.params ?? {}) as Record<string, string>,
-            headers: req.headers,
-          }),
-        ),
+      handler: async (req, reply) => send(reply, await route.handle(requestOf(req))),
     });
   }
   return app;

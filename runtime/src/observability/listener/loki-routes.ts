@@ -1,6 +1,7 @@
 import type { LogSource } from '../model.ts';
 import * as loki from '../loki/api.ts';
-import type { ApiRoute } from './app.ts';
+import { parseTailRequest, startTail } from '../loki/tail.ts';
+import type { ApiRoute, StreamRoute } from './app.ts';
 
 const now = (): bigint => BigInt(Date.now()) * 1_000_000n;
 
@@ -21,4 +22,15 @@ export function lokiRoutes(source: LogSource): ApiRoute[] {
     ...both('/loki/api/v1/index/volume_range', (r) => loki.indexVolumeRange(source, r.params, now)),
     { method: 'GET', url: '/loki/api/v1/status/buildinfo', handle: () => Promise.resolve(loki.buildInfo()) },
   ];
+}
+
+/** `GET /loki/api/v1/tail` over WebSocket (loki/tail.ts). */
+export function lokiTailRoute(source: LogSource): StreamRoute {
+  return {
+    url: '/loki/api/v1/tail',
+    open(r) {
+      const req = parseTailRequest(r.params, now());
+      return (send, fail) => startTail(source, req, now, (m) => send(JSON.stringify(m)), fail);
+    },
+  };
 }
