@@ -153,6 +153,21 @@ describe('operator end to end: fake API server, process-backed kubelet, real run
     const admin = url(`${CLUSTER}-admin`, 9070);
     expect((await fetch(`${admin}/deployments`)).status).toBe(401);
     expect((await fetch(`${admin}/deployments`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
+    // The observability Service answers (the store is on by default), so its endpoint is published, and it asks for the
+    // same token.
+    const published = (): string | undefined =>
+      (
+        h.fake.get({ apiVersion: 'ratchet.dev/v1alpha1', kind: 'Cluster', namespace: NS, name: CLUSTER })![
+          'status'
+        ] as {
+          endpoints?: Record<string, string>;
+        }
+      ).endpoints?.['observability'];
+    await expect.poll(published, { timeout: 30_000 }).toBe(`http://${CLUSTER}-observability.${NS}.svc:3100`);
+    const logs = url(`${CLUSTER}-observability`, 3100);
+    expect((await fetch(`${logs}/loki/api/v1/labels`)).status).toBe(401);
+    const labels = await fetch(`${logs}/loki/api/v1/labels`, { headers: { authorization: `Bearer ${token}` } });
+    expect(labels.status).toBe(200);
   });
 
   it(

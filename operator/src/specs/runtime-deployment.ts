@@ -136,6 +136,11 @@ export function operatorEnv(cluster: Cluster): EnvVar[] {
     { name: 'RATCHET_DATA_DIR', value: DATA_DIR },
     { name: 'RATCHET_CONFIG', value: `${CONFIG_DIR}/${CONFIG_FILE_KEY}` },
   ];
+  const obs = cluster.spec.observability;
+  if (obs?.store !== undefined) env.push({ name: 'RATCHET_OBSERVABILITY_STORE', value: obs.store ? 'on' : 'off' });
+  if (obs?.retention !== undefined) env.push({ name: 'RATCHET_OBSERVABILITY_RETENTION', value: obs.retention });
+  if (obs?.maxSize !== undefined) env.push({ name: 'RATCHET_OBSERVABILITY_MAX_SIZE', value: obs.maxSize });
+  if (obs?.logLevel !== undefined) env.push({ name: 'RATCHET_OBSERVABILITY_LOG_LEVEL', value: obs.logLevel });
   if (authEnabled(cluster)) env.push({ name: 'RATCHET_AUTH_KEYS_FILE', value: `${CONFIG_DIR}/${AUTH_KEYS_FILE_KEY}` });
   if (cluster.spec.tls?.introspection !== undefined) {
     env.push(

@@ -180,6 +180,44 @@ const Pod = Type.Object(
   { description: 'Overrides for the runtime pods. Operator-owned keys win on conflicts.' },
 );
 
+const Observability = Type.Object(
+  {
+    store: Type.Optional(
+      Type.Boolean({
+        default: true,
+        description:
+          "Whether the pods keep the cluster's log lines and spans in PostgreSQL and answer Loki and Tempo queries on " +
+          'the observability listener (RATCHET_OBSERVABILITY_STORE). Spans also go to an OTLP collector named by ' +
+          'OTEL_EXPORTER_OTLP_* in spec.pod.env, store or not.',
+      }),
+    ),
+    retention: Type.Optional(
+      Type.Unsafe<string>({
+        type: 'string',
+        pattern: '^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d|w))+$',
+        maxLength: 32,
+        description: 'Logs and spans older than this are dropped (default 7d; at least 1m).',
+      }),
+    ),
+    maxSize: Type.Optional(
+      Type.Unsafe<string>({
+        type: 'string',
+        pattern: '^[0-9]+(\\.[0-9]+)? ?([kKMGT]i?B?|B)?$',
+        maxLength: 32,
+        description: 'Each of the two tables (log lines, spans) is kept under this size, e.g. 10 GiB (the default).',
+      }),
+    ),
+    logLevel: Type.Optional(
+      StringEnum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const, {
+        description:
+          "Log lines at this level or above are stored (default info); debug keeps every invocation's routine " +
+          'lifecycle lines too.',
+      }),
+    ),
+  },
+  { description: "The cluster's log and trace store. Wins over the same keys in spec.config." },
+);
+
 export const ClusterSpec = Type.Object(
   {
     image: Type.String({ minLength: 1, maxLength: 512, description: 'Runtime container image.' }),
@@ -196,6 +234,7 @@ export const ClusterSpec = Type.Object(
       }),
     ),
     database: Database,
+    observability: Type.Optional(Observability),
     config: Type.Optional(
       Opaque(
         'Runtime configuration (the TOML file as an object: sections and kebab-case keys, e.g. {"worker": ' +

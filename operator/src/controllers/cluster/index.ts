@@ -38,6 +38,7 @@ import {
   type AdminObservation,
   type KafkaObservation,
 } from './status.ts';
+import { observabilityAnswers, publishedEndpoints } from './observability.ts';
 import { resolveTls } from './tls.ts';
 import { clusterWatches } from './watches.ts';
 import { isPaused } from '../shared/paused.ts';
@@ -272,6 +273,7 @@ async function reconcile(key: ObjectKey, ctx: ReconcileContext): Promise<Reconci
   if (!admin.ok) log.debug({ reason: admin.reason, message: admin.message }, 'admin API not ready');
 
   const kafka = await observeKafka(cluster, ctx, client, plan, kafkaRecord);
+  const observability = await observabilityAnswers(cluster, ctx, auth, rollout.ready);
 
   const next = nextStatus(
     previous,
@@ -282,7 +284,7 @@ async function reconcile(key: ObjectKey, ctx: ReconcileContext): Promise<Reconci
       rollout,
       admin,
       kafka,
-      endpoints: clusterEndpoints(cluster),
+      endpoints: publishedEndpoints(clusterEndpoints(cluster), observability),
       configHash: plan?.hash,
       tokenSecret: auth.state === 'ready' ? auth.tokenSecret : undefined,
     },

@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { Cluster, ClusterSpec, ClusterStatus } from '../../../../operator/src/api/v1alpha1/index.ts';
 import { clusterController } from '../../../../operator/src/controllers/cluster/index.ts';
 import type { Condition, KubeObject, ObjectRef } from '../../../../operator/src/kube/types.ts';
@@ -8,6 +10,19 @@ import { b64, NAMESPACE, OPERATOR_NAMESPACE, unb64 } from './fixtures.ts';
 import { MemoryAdmin } from './memory-admin.ts';
 
 export const START = new Date('2026-01-01T00:00:00Z');
+
+/**
+ * The runtime pods' observability listener, as the harness's Service URL reaches it: a loopback server answering
+ * `GET /ready` with `observabilityStatus.code` (the operator publishes the endpoint only while it answers 200), and
+ * recording the authorization it was sent.
+ */
+export const observabilityStatus = { code: 200, authorization: [] as (string | undefined)[] };
+const observabilityServer = createServer((req, res) => {
+  observabilityStatus.authorization.push(req.headers.authorization);
+  res.writeHead(req.url === '/ready' ? observabilityStatus.code : 404).end();
+});
+observabilityServer.listen(0, '127.0.0.1');
+observabilityServer.unref();
 
 export const ref = {
   cluster: (name = 'demo'): ObjectRef => ({
@@ -50,7 +65,10 @@ export class Harness {
     admin: this.admin.factory,
     now: () => this.clock,
     log: silentLogger(),
-    serviceUrl: (namespace, service, port) => `http://${service}.${namespace}.svc:${port}`,
+    serviceUrl: (namespace, service, port) =>
+      service.endsWith('-observability')
+        ? `http://127.0.0.1:${(observabilityServer.address() as AddressInfo).port}`
+        : `http://${service}.${namespace}.svc:${port}`,
     operatorNamespace: OPERATOR_NAMESPACE,
   };
 

@@ -11,7 +11,7 @@ import type { DeploymentObject } from '../../../../operator/src/specs/objects.ts
 import { TokenVerifier } from '../../../../runtime/src/auth/verifier.ts';
 import { silentLogger } from '../../../../operator/src/telemetry/logger.ts';
 import { NAMESPACE } from './fixtures.ts';
-import { Harness, ref, START } from './harness.ts';
+import { Harness, observabilityStatus, ref, START } from './harness.ts';
 
 function runtimeDeployment(h: Harness): DeploymentObject {
   return h.kube.peek(ref.deployment()) as DeploymentObject;
@@ -247,6 +247,51 @@ describe('changes', () => {
     h.putSecret('pg-dsn', { uri: 'postgres://ratchet:rotated@db.example:5432/ratchet' });
     await h.reconcile();
     expect(podHash(h)).not.toBe(second);
+  });
+
+  it('publishes the observability endpoint only while the listener answers, asking with the access token', async () => {
+    const h = new Harness();
+    h.putSecret('pg-dsn', { uri: 'postgres://ratchet:pw@db.example:5432/ratchet' });
+    await h.reconcile();
+    h.runtimePodsReady();
+    h.advance(1000);
+    await h.reconcile();
+    expect(h.condition('Ready')).toMatchObject({ status: 'True' });
+    expect(h.status().endpoints?.observability).toBe('http://demo-observability.apps.svc:3100');
+    expect(observabilityStatus.authorization.at(-1)).toBe(`Bearer ${h.secretText('demo-token', 'token')}`);
+    // The store switched off: nothing answers on 3100 (here: a 404 from whatever listens).
+    observabilityStatus.code = 404;
+    try {
+      h.advance(1000);
+      await h.reconcile();
+      expect(h.status().endpoints).not.toHaveProperty('observability');
+      expect(h.status().endpoints?.admin).toBe('http://demo-admin.apps.svc:9070');
+    } finally {
+      observabilityStatus.code = 200;
+    }
+    h.advance(1000);
+    await h.reconcile();
+    expect(h.status().endpoints?.observability).toBe('http://demo-observability.apps.svc:3100');
+  });
+
+  it('passes spec.observability to the pods as RATCHET_OBSERVABILITY_* (store, retention, size, level)', async () => {
+    const h = new Harness({ observability: { store: false, retention: '3d', maxSize: '2 GiB', logLevel: 'debug' } });
+    h.putSecret('pg-dsn', { uri: 'postgres://ratchet:pw@db.example:5432/ratchet' });
+    await h.reconcile();
+    const env = new Map(
+      (runtimeDeployment(h).spec.template.spec.containers[0]!.env ?? []).map((e) => [e.name, e.value]),
+    );
+    expect(env.get('RATCHET_OBSERVABILITY_STORE')).toBe('off');
+    expect(env.get('RATCHET_OBSERVABILITY_RETENTION')).toBe('3d');
+    expect(env.get('RATCHET_OBSERVABILITY_MAX_SIZE')).toBe('2 GiB');
+    expect(env.get('RATCHET_OBSERVABILITY_LOG_LEVEL')).toBe('debug');
+    const plain = new Harness();
+    plain.putSecret('pg-dsn', { uri: 'postgres://ratchet:pw@db.example:5432/ratchet' });
+    await plain.reconcile();
+    const names = (runtimeDeployment(plain).spec.template.spec.containers[0]!.env ?? []).map((e) => e.name);
+    expect(names.filter((n) => n.startsWith('RATCHET_OBSERVABILITY_') && n !== 'RATCHET_OBSERVABILITY_BIND')).toEqual(
+      [],
+    );
   });
 
   it('deletes the Service of a disabled listener, and a NetworkPolicy turned off', async () => {
