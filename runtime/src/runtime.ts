@@ -125,6 +125,7 @@ function startObservability(
   ingressTracer: IngressTracer | undefined;
   logs: LogSource | undefined;
   spans: SpanSource | undefined;
+  writer: ObservabilityWriter | undefined;
 } {
   const log = logger.child({ component: 'observability' });
   let writer: ObservabilityWriter | undefined;
@@ -172,7 +173,7 @@ function startObservability(
           store: (level) => levelPasses(level, config.observability.logLevel),
         },
   );
-  if (tracing === undefined) return { observer: invocationLog, ingressTracer: undefined, logs, spans };
+  if (tracing === undefined) return { observer: invocationLog, ingressTracer: undefined, logs, spans, writer };
   // Before the writer closes (cleanups run in reverse): the spans ended last still reach it.
   cleanups.push(() => tracing.shutdown());
   return {
@@ -180,6 +181,7 @@ function startObservability(
     ingressTracer: new IngressTracer(tracing.tracer),
     logs,
     spans,
+    writer,
   };
 }
 
@@ -248,6 +250,8 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
       );
     }
     const metrics = createMetrics();
+    const observabilityWriter = observability.writer;
+    if (observabilityWriter !== undefined) metrics.observability.stats = () => observabilityWriter.stats();
     const { registry, register, operations } = await createSchema(pool, config, logger);
     // Registrations made through another process sharing the database reach this one by LISTEN/NOTIFY.
     const watch = await registry.watch((err) => logger.warn({ err }, 'schema change notifications interrupted'));

@@ -3,6 +3,9 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 /** Every metric Ratchet exports, defined once. Names follow `ratchet_<component>_<what>_<unit>`. */
 export function createMetrics() {
   const registry = new Registry();
+  /** Where the observability counters are read at each scrape (set once the node's store writer exists). */
+  const observability: { stats?: () => ObservabilityCounts } = {};
+  const reported: ObservabilityCounts = { written: { logs: 0, spans: 0 }, dropped: { logs: 0, spans: 0 } };
   collectDefaultMetrics({ register: registry, prefix: 'ratchet_process_' });
   return {
     registry,
@@ -64,6 +67,26 @@ export function createMetrics() {
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers: [registry],
     }),
+    observability,
+    observabilityRecords: new Counter({
+      name: 'ratchet_observability_records_total',
+      help:
+        'Log lines and spans this node wrote to the log and trace store (written), or dropped because its buffer was ' +
+        'full while the store was slow or away (dropped), by kind (logs, spans).',
+      labelNames: ['kind', 'outcome'] as const,
+      registers: [registry],
+      collect() {
+        const now = observability.stats?.();
+        if (now === undefined) return;
+        for (const outcome of ['written', 'dropped'] as const) {
+          for (const kind of ['logs', 'spans'] as const) {
+            const delta = now[outcome][kind] - reported[outcome][kind];
+            if (delta > 0) this.labels(kind, outcome).inc(delta);
+            reported[outcome][kind] = now[outcome][kind];
+          }
+        }
+      },
+    }),
     forwardedRequests: new Counter({
       name: 'ratchet_cluster_forwarded_requests_total',
       help: "Requests this node sent on to the partition's owner, by listener and outcome.",
@@ -74,3 +97,9 @@ export function createMetrics() {
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;
+
+/** What the observability writer counted so far (its `stats()`). */
+export interface ObservabilityCounts {
+  readonly written: { logs: number; spans: number };
+  readonly dropped: { logs: number; spans: number };
+}

@@ -183,6 +183,23 @@ describe('invocation logs in the log store', () => {
     ).json()) as Streams;
     expect(byLabel.data.result.flatMap((r) => r.values)).toHaveLength(1);
 
+    // The README's recipes with Ratchet's labels: the starter query (its DEBUG lines filtered out, each line rendered as
+    // its fields), and trace → logs with the span's invocation id.
+    const starter = (await (
+      await loki('query_range', {
+        query: '{cluster="obs"} != `DEBUG` | json fields | line_format `{{ .fields }}`',
+        limit: '1000',
+      })
+    ).json()) as Streams;
+    const rendered = starter.data.result.flatMap((r) => r.values.map(([, l]) => l));
+    expect(rendered.length).toBeGreaterThan(0);
+    expect(rendered.some((l) => l.includes(id) && l.includes('RT0007'))).toBe(true);
+    expect(rendered.every((l) => !l.startsWith('{"timestamp"'))).toBe(true);
+    const traceToLogs = (await (
+      await loki('query_range', { query: `{cluster="obs"} |= "${id}"`, limit: '1000' })
+    ).json()) as Streams;
+    expect(traceToLogs.data.result.flatMap((r) => r.values).length).toBeGreaterThanOrEqual(4);
+
     // Labels, values, Grafana's health check, a bad query.
     expect(((await (await loki('labels', {})).json()) as { data: string[] }).data).toEqual(
       expect.arrayContaining(['cluster', 'component', 'level', 'node', 'service_name']),

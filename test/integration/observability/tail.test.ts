@@ -110,6 +110,22 @@ describe('Loki tail over WebSocket', () => {
     }
   });
 
+  it('counts the lines and spans it wrote in /metrics', async () => {
+    await invoke();
+    await waitFor(async () => {
+      const text = await (await fetch(`${runtime.metricsUrl}/metrics`)).text();
+      const value = (kind: string, outcome: string): number =>
+        Number(
+          new RegExp(`^ratchet_observability_records_total\\{kind="${kind}",outcome="${outcome}"\\} (\\d+)`, 'm').exec(
+            text,
+          )?.[1] ?? 0,
+        );
+      expect(value('logs', 'written')).toBeGreaterThan(0);
+      expect(value('spans', 'written')).toBeGreaterThan(0);
+      expect(value('spans', 'dropped')).toBe(0);
+    }, 10_000);
+  });
+
   it('refuses a metric query, a malformed one and a limit over the maximum before the upgrade', async () => {
     const refusal = (params: Record<string, string>): Promise<{ status: number; body: string }> =>
       new Promise((resolve, reject) => {
