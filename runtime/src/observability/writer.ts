@@ -1,17 +1,17 @@
 import type { Logger } from 'pino';
+import { chunkWindow, LineChunkBuilder, SpanChunkBuilder, type LineChunk, type SpanChunk } from './chunks.ts';
 import type { LogLineInsert, SpanRecord } from './model.ts';
-import { encodeSpan, type EncodedSpan } from './span-json.ts';
 
-/** Where the writer puts batches: PostgreSQL in a node (storage/pg/observability), anything in a test. */
+/** Where the writer puts chunks: PostgreSQL in a node (storage/pg/observability), anything in a test. */
 export interface ObservabilitySink {
-  insertLogs(lines: readonly LogLineInsert[]): Promise<void>;
-  insertSpans(spans: readonly EncodedSpan[]): Promise<void>;
+  insertLogs(chunks: readonly LineChunk[]): Promise<void>;
+  insertSpans(chunks: readonly SpanChunk[]): Promise<void>;
 }
 
 export interface WriterOptions {
   /** Lines (and, separately, spans) held at most while the store is slow or away; beyond, the oldest go. */
   readonly maxBuffered: number;
-  /** At most this many of each per insert. */
+  /** At most this many lines (spans) per chunk, and per insert. */
   readonly maxBatch: number;
   readonly flushIntervalMs: number;
 }
@@ -25,52 +25,105 @@ export interface WriterCounters {
   dropped: { logs: number; spans: number };
 }
 
-/** A buffer that keeps the newest `max` items: pushing onto a full one drops the oldest. */
-class Bounded<T> {
-  private items: T[] = [];
-  dropped = 0;
-
-  constructor(private readonly max: number) {}
-
-  get size(): number {
-    return this.items.length;
-  }
-
-  push(item: T): void {
-    if (this.items.length >= this.max) {
-      // Drop a tenth at once: dropping one by one from the front of an array is quadratic.
-      const n = Math.max(1, Math.floor(this.max / 10));
-      this.items.splice(0, n);
-      this.dropped += n;
-    }
-    this.items.push(item);
-  }
-
-  take(n: number): T[] {
-    return this.items.splice(0, n);
-  }
-
-  /** Puts back what could not be written, in front, as far as there is room (what is newer wins). */
-  putBack(batch: T[]): void {
-    const room = this.max - this.items.length;
-    if (room <= 0) {
-      this.dropped += batch.length;
-      return;
-    }
-    const kept = batch.length <= room ? batch : batch.slice(batch.length - room);
-    this.dropped += batch.length - kept.length;
-    this.items = kept.concat(this.items);
-  }
+interface Counted {
+  readonly count: number;
 }
 
 /**
- * Writes log lines and spans to the store in batches, off the invocation path: `log` and `span` only push onto a
- * bounded buffer (never wait, never fail); a timer drains it. While the store is away the buffer holds the newest
- * lines and spans and counts what it dropped; the next flush after it is back writes them.
+ * Sealed chunks waiting for the store, oldest first, and the chunks being filled. Over `max` items in all, the oldest
+ * chunk goes (whole: what was written together is dropped together).
+ */
+class ChunkQueue<B extends Counted & { seal(): C }, C extends Counted> {
+  private sealed: C[] = [];
+  private readonly open = new Map<string, B>();
+  private size = 0;
+  dropped = 0;
+
+  constructor(
+    private readonly max: number,
+    private readonly perChunk: number,
+  ) {}
+
+  get items(): number {
+    return this.size;
+  }
+
+  /** Adds one item with `fill` to the chunk being filled for `key` (made by `make` if there is none or it is full). */
+  add(key: string, make: () => B, fill: (b: B) => void): void {
+    let b = this.open.get(key);
+    if (b !== undefined && b.count >= this.perChunk) {
+      this.open.delete(key);
+      this.sealed.push(b.seal());
+      b = undefined;
+    }
+    if (b === undefined) this.open.set(key, (b = make()));
+    fill(b);
+    this.size++;
+    while (this.size > this.max) this.dropOldest();
+  }
+
+  /** Everything waiting, as sealed chunks (the open ones are sealed now). */
+  takeAll(): C[] {
+    for (const b of this.open.values()) this.sealed.push(b.seal());
+    this.open.clear();
+    const all = this.sealed;
+    this.sealed = [];
+    this.size = 0;
+    return all;
+  }
+
+  /** Puts back chunks that could not be written, in front, as far as there is room (what is newer wins). */
+  putBack(chunks: readonly C[]): void {
+    const kept: C[] = [];
+    let room = this.max - this.size;
+    for (let i = chunks.length - 1; i >= 0; i--) {
+      const c = chunks[i]!;
+      if (c.count <= room) {
+        kept.unshift(c);
+        room -= c.count;
+      } else {
+        this.dropped += c.count;
+      }
+    }
+    this.sealed = kept.concat(this.sealed);
+    this.size += kept.reduce((n, c) => n + c.count, 0);
+  }
+
+  private dropOldest(): void {
+    const oldest = this.sealed.shift();
+    if (oldest !== undefined) {
+      this.size -= oldest.count;
+      this.dropped += oldest.count;
+      return;
+    }
+    // Nothing sealed: the fullest open chunk goes (with one huge stream, the only one).
+    let victim: string | undefined;
+    for (const [k, b] of this.open) if (victim === undefined || b.count > this.open.get(victim)!.count) victim = k;
+    if (victim === undefined) return;
+    const b = this.open.get(victim)!;
+    this.open.delete(victim);
+    this.size -= b.count;
+    this.dropped += b.count;
+  }
+}
+
+/** JSON texts of resources, one per resource object (a node has one). */
+const resourceKeys = new WeakMap<object, string>();
+
+function resourceKey(resource: object): string {
+  let key = resourceKeys.get(resource);
+  if (key === undefined) resourceKeys.set(resource, (key = JSON.stringify(resource)));
+  return key;
+}
+
+/**
+ * Writes log lines and spans to the store in chunks, off the invocation path: `log` and `span` only copy into the chunk
+ * being filled (never wait, never fail; chunks.ts); a timer hands the chunks to the store. While the store is away the
+ * writer holds the newest lines and spans and counts what it dropped; the next flush after it is back writes them.
  */
 export class ObservabilityWriter {
-  private readonly logs: Bounded<LogLineInsert>;
-  private readonly spans: Bounded<EncodedSpan>;
+  private readonly logs: ChunkQueue<LineChunkBuilder, LineChunk>;
+  private readonly spans: ChunkQueue<SpanChunkBuilder, SpanChunk>;
   private readonly counters: WriterCounters = { written: { logs: 0, spans: 0 }, dropped: { logs: 0, spans: 0 } };
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> | undefined;
@@ -83,17 +136,29 @@ export class ObservabilityWriter {
     private readonly logger: Logger,
     private readonly options: WriterOptions = DEFAULT_WRITER_OPTIONS,
   ) {
-    this.logs = new Bounded(options.maxBuffered);
-    this.spans = new Bounded(options.maxBuffered);
+    this.logs = new ChunkQueue(options.maxBuffered, options.maxBatch);
+    this.spans = new ChunkQueue(options.maxBuffered, options.maxBatch);
     this.schedule(options.flushIntervalMs);
   }
 
   log(line: LogLineInsert): void {
-    if (!this.closed) this.logs.push(line);
+    if (this.closed) return;
+    const window = chunkWindow(line.tsNs);
+    this.logs.add(
+      `${window} ${line.labelsKey}`,
+      () => new LineChunkBuilder(line.labels, line.labelsKey, window),
+      (b) => b.add(line),
+    );
   }
 
   span(span: SpanRecord): void {
-    if (!this.closed) this.spans.push(encodeSpan(span));
+    if (this.closed) return;
+    const window = chunkWindow(span.startNs);
+    this.spans.add(
+      `${window} ${resourceKey(span.resource)} ${span.scope}`,
+      () => new SpanChunkBuilder(span.resource, span.scope, window),
+      (b) => b.add(span),
+    );
   }
 
   stats(): WriterCounters {
@@ -138,28 +203,27 @@ export class ObservabilityWriter {
   }
 
   private async drain(): Promise<void> {
-    while (this.logs.size > 0 || this.spans.size > 0) {
-      const logs = this.logs.take(this.options.maxBatch);
-      const spans = this.spans.take(this.options.maxBatch);
-      try {
-        if (logs.length > 0) await this.sink.insertLogs(logs);
-      } catch (err) {
-        this.logs.putBack(logs);
-        this.spans.putBack(spans);
-        this.failed(err);
-        return;
-      }
-      this.counters.written.logs += logs.length;
-      try {
-        if (spans.length > 0) await this.sink.insertSpans(spans);
-      } catch (err) {
-        this.spans.putBack(spans);
-        this.failed(err);
-        return;
-      }
-      this.counters.written.spans += spans.length;
-      this.failures = 0;
+    const logs = this.logs.takeAll();
+    const spans = this.spans.takeAll();
+    if (logs.length === 0 && spans.length === 0) return;
+    try {
+      if (logs.length > 0) await this.sink.insertLogs(logs);
+    } catch (err) {
+      this.logs.putBack(logs);
+      this.spans.putBack(spans);
+      this.failed(err);
+      return;
     }
+    this.counters.written.logs += logs.reduce((n, c) => n + c.count, 0);
+    try {
+      if (spans.length > 0) await this.sink.insertSpans(spans);
+    } catch (err) {
+      this.spans.putBack(spans);
+      this.failed(err);
+      return;
+    }
+    this.counters.written.spans += spans.reduce((n, c) => n + c.count, 0);
+    this.failures = 0;
   }
 
   private failed(err: unknown): void {
@@ -169,7 +233,7 @@ export class ObservabilityWriter {
     if (now - this.lastWarnedAt >= 60_000) {
       this.lastWarnedAt = now;
       this.logger.warn(
-        { err, buffered: { logs: this.logs.size, spans: this.spans.size } },
+        { err, buffered: { logs: this.logs.items, spans: this.spans.items } },
         'observability store unavailable; logs and spans are buffered (the oldest are dropped when it is full)',
       );
     }

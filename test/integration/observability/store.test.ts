@@ -2,7 +2,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { streamKey } from '../../../runtime/src/observability/labels.ts';
 import type { LogLineInsert, SpanRecord } from '../../../runtime/src/observability/model.ts';
-import { encodeSpan, type EncodedSpan } from '../../../runtime/src/observability/span-json.ts';
+import { lineChunks, spanChunks, type LineChunk, type SpanChunk } from '../../../runtime/src/observability/chunks.ts';
 import { ObservabilityWriter, type ObservabilitySink } from '../../../runtime/src/observability/writer.ts';
 import { migrate } from '../../../runtime/src/storage/pg/migrate.ts';
 import { WINDOW_NS } from '../../../runtime/src/storage/pg/observability/partitions.ts';
@@ -66,13 +66,15 @@ describe('observability store', () => {
       },
       silent,
     );
-    await store.insertLogs([
-      line(T0 + 1n, engine, '{"fields":{"message":"started","restate.invocation.id":"inv_a"}}', 'inv_a'),
-      line(T0 + 2n, admin, '{"fields":{"message":"registered"}}'),
-      line(T0 + 2n, engine, '{"fields":{"message":"completed","restate.invocation.id":"inv_a"}}', 'inv_a'),
-      // Another window: the store makes its partition.
-      line(T0 + WINDOW_NS, engine, '{"fields":{"message":"later"}}'),
-    ]);
+    await store.insertLogs(
+      lineChunks([
+        line(T0 + 1n, engine, '{"fields":{"message":"started","restate.invocation.id":"inv_a"}}', 'inv_a'),
+        line(T0 + 2n, admin, '{"fields":{"message":"registered"}}'),
+        line(T0 + 2n, engine, '{"fields":{"message":"completed","restate.invocation.id":"inv_a"}}', 'inv_a'),
+        // Another window: the store makes its partition.
+        line(T0 + WINDOW_NS, engine, '{"fields":{"message":"later"}}'),
+      ]),
+    );
   });
 
   afterAll(async () => {
@@ -140,14 +142,14 @@ describe('observability store', () => {
   it('stores spans and finds them by trace, by invocation id and by attribute', async () => {
     const trace = 'a'.repeat(32);
     await store.insertSpans(
-      [
+      spanChunks([
         span(trace, '1'.repeat(16), T0, { 'restate.invocation.id': 'inv_a', 'rpc.service': 'Greeter' }),
         span(trace, '2'.repeat(16), T0 + MS, { 'restate.invocation.id': 'inv_a', 'rpc.service': 'Greeter', n: 2 }),
         span('b'.repeat(32), '3'.repeat(16), T0 + 2n * MS, {
           'restate.invocation.id': 'inv_b',
           'rpc.service': 'Other',
         }),
-      ].map(encodeSpan),
+      ]),
     );
     const got = await store.spans.trace(trace);
     expect(got.map((s) => s.spanId).sort()).toEqual(['1'.repeat(16), '2'.repeat(16)]);
@@ -184,8 +186,8 @@ describe('observability store', () => {
     );
     const batch = (from: number, to: number): LogLineInsert[] =>
       texts.slice(from, to).map((t, k) => ({ ...line(at(from + k), slices, t), json: t.startsWith('{') }));
-    await store.insertLogs(batch(0, 5));
-    await store.insertLogs(batch(5, 12));
+    await store.insertLogs(lineChunks(batch(0, 5)));
+    await store.insertLogs(lineChunks(batch(5, 12)));
     const q = {
       matchers: [{ name: 'component', op: '=' as const, value: 'slices' }],
       lineFilters: [],
@@ -208,8 +210,8 @@ describe('observability store', () => {
     const spans = Array.from({ length: 8 }, (_, i) =>
       span('d'.repeat(32), `${i}`.repeat(16), T2 + BigInt(i) * 900_000n * MS, { 'restate.invocation.id': 'inv_s' }),
     );
-    await store.insertSpans(spans.slice(0, 3).map(encodeSpan));
-    await store.insertSpans(spans.slice(3).map(encodeSpan));
+    await store.insertSpans(spanChunks(spans.slice(0, 3)));
+    await store.insertSpans(spanChunks(spans.slice(3)));
     const range = { startNs: T2, endNs: T2 + WINDOW_NS };
     const two = await store.spans.scan({ ...range, hints: [], maxSpans: 2 });
     expect(two.map((s) => s.spanId)).toEqual(['7'.repeat(16), '6'.repeat(16)]);
@@ -232,7 +234,7 @@ describe('observability store', () => {
     const s = new PgObservabilityStore({ ...options, retentionMs: 86_400_000, maxBytes: 1e12 }, silent);
     try {
       const windows = [0n, 1n, 2n, 8n, 9n].map((w) => T0 - (T0 % WINDOW_NS) + w * WINDOW_NS);
-      await s.insertLogs(windows.map((t) => line(t, engine, `line at ${t}`)));
+      await s.insertLogs(lineChunks(windows.map((t) => line(t, engine, `line at ${t}`))));
       const now = windows[4]! + 1n;
       // Retention one day (four windows): the windows that ended a day before `now` go.
       const dropped = await s.enforce(now);
@@ -265,7 +267,7 @@ describe('observability store', () => {
       });
       expect(last.map((r) => r.tsNs)).toEqual([windows[4]]);
       // Writing into a dropped window again makes its partition again.
-      await s.insertLogs([line(windows[0]!, engine, 'late line')]);
+      await s.insertLogs(lineChunks([line(windows[0]!, engine, 'late line')]));
     } finally {
       await s.close();
       await pool.end();
@@ -277,16 +279,24 @@ describe('observability store', () => {
 describe('observability writer', () => {
   class FlakySink implements ObservabilitySink {
     up = true;
-    logs: LogLineInsert[] = [];
-    spans: EncodedSpan[] = [];
-    insertLogs(lines: readonly LogLineInsert[]): Promise<void> {
+    logs: { line: string }[] = [];
+    spans: unknown[] = [];
+    chunks = 0;
+    insertLogs(chunks: readonly LineChunk[]): Promise<void> {
       if (!this.up) return Promise.reject(new Error('store away'));
-      this.logs.push(...lines);
+      for (const c of chunks) {
+        this.chunks++;
+        const lines = JSON.parse(c.lines) as string[];
+        const times = JSON.parse(c.times) as number[];
+        expect(lines).toHaveLength(c.count);
+        expect(times).toHaveLength(c.count);
+        this.logs.push(...lines.map((l) => ({ line: l })));
+      }
       return Promise.resolve();
     }
-    insertSpans(spans: readonly EncodedSpan[]): Promise<void> {
+    insertSpans(chunks: readonly SpanChunk[]): Promise<void> {
       if (!this.up) return Promise.reject(new Error('store away'));
-      this.spans.push(...spans);
+      for (const c of chunks) this.spans.push(...(JSON.parse(c.spans) as unknown[]));
       return Promise.resolve();
     }
   }

@@ -1,27 +1,17 @@
 import type pg from 'pg';
 import { inTransaction } from '../pool.ts';
-import type { LabelMatcher, LogLineInsert, LogRecord, LogSelection, LogSource } from '../../../observability/model.ts';
+import type { LineChunk } from '../../../observability/chunks.ts';
+import type { LabelMatcher, LogRecord, LogSelection, LogSource } from '../../../observability/model.ts';
 import { streamKey } from '../../../observability/labels.ts';
 import { matchesAll } from '../../../observability/matchers.ts';
 import { type Partitions, windowStart } from './partitions.ts';
 import { readInSlices } from './slices.ts';
-
-function byTime(x: LogLineInsert, y: LogLineInsert): number {
-  return x.tsNs < y.tsNs ? -1 : x.tsNs > y.tsNs ? 1 : 0;
-}
 
 /** The lines of the chunks a query selects, one row each: `u.ts_ns`, `u.line`, and `u.o` its place in the chunk. */
 const LINES = `ratchet.log_chunk c CROSS JOIN LATERAL (
   SELECT t::bigint AS ts_ns, CASE json_typeof(e) WHEN 'string' THEN e #>> '{}' ELSE e::text END AS line, o
   FROM ROWS FROM (json_array_elements_text(c.ts_ns::json), json_array_elements(c.lines::json)) WITH ORDINALITY
     AS x(t, e, o)) u`;
-
-/** The lines of one stream in one partition window, as one row of `ratchet.log_chunk`. */
-interface Chunk {
-  readonly labelsKey: string;
-  readonly window: bigint;
-  readonly lines: LogLineInsert[];
-}
 
 interface StreamRow {
   id: string;
@@ -43,27 +33,21 @@ export class PgLogStore implements LogSource {
     private readonly partitions: Partitions,
   ) {}
 
-  /** Inserts a batch of lines (one transaction: the streams they belong to, then their chunks). */
-  async insert(lines: readonly LogLineInsert[]): Promise<void> {
-    if (lines.length === 0) return;
-    const chunks = new Map<string, Chunk>();
+  /** Inserts chunks of lines (one transaction: the streams they belong to, then the chunks). */
+  async insert(chunks: readonly LineChunk[]): Promise<void> {
+    if (chunks.length === 0) return;
     const streams = new Map<string, { labels: Readonly<Record<string, string>>; first: bigint; last: bigint }>();
-    for (const l of lines) {
-      const s = streams.get(l.labelsKey);
-      if (s === undefined) streams.set(l.labelsKey, { labels: l.labels, first: l.tsNs, last: l.tsNs });
+    for (const c of chunks) {
+      const s = streams.get(c.labelsKey);
+      if (s === undefined) streams.set(c.labelsKey, { labels: c.labels, first: c.startNs, last: c.endNs });
       else {
-        if (l.tsNs < s.first) s.first = l.tsNs;
-        if (l.tsNs > s.last) s.last = l.tsNs;
+        if (c.startNs < s.first) s.first = c.startNs;
+        if (c.endNs > s.last) s.last = c.endNs;
       }
-      const window = windowStart(l.tsNs);
-      const key = `${window}\u0000${l.labelsKey}`;
-      let c = chunks.get(key);
-      if (c === undefined) chunks.set(key, (c = { labelsKey: l.labelsKey, window, lines: [] }));
-      c.lines.push(l);
     }
     await this.partitions.ensure(
       'log_chunk',
-      [...chunks.values()].map((c) => c.window),
+      chunks.map((c) => c.startNs),
     );
     const keys = [...streams.keys()];
     await inTransaction(this.pool, async (client) => {
@@ -81,28 +65,13 @@ export class PgLogStore implements LogSource {
       );
       const ids = new Map<string, string>();
       for (const r of rows) ids.set(streamKey(r.labels), r.id);
-      // A chunk's times and lines are JSON arrays in text columns, made here with no escaping of the lines (a line
-      // that is a JSON object goes in as that object; others as JSON strings) and not parsed by PostgreSQL until a
-      // query reads them.
-      for (const c of chunks.values()) {
-        const sorted = c.lines.length > 1 ? [...c.lines].sort(byTime) : c.lines;
-        let ts = '';
-        let text = '';
-        for (const l of sorted) {
-          ts += ts === '' ? l.tsNs.toString() : `,${l.tsNs}`;
-          const element = l.json === true ? l.line : JSON.stringify(l.line);
-          text += text === '' ? element : `,${element}`;
-        }
+      // A chunk's times and lines are JSON arrays in text columns, made by the writer (chunks.ts) and not parsed by
+      // PostgreSQL until a query reads them.
+      for (const c of chunks) {
         await client.query(
           `INSERT INTO ratchet.log_chunk (start_ns, end_ns, seq, stream_id, ts_ns, lines)
            VALUES ($1, $2, nextval('ratchet.log_chunk_seq'), $3, $4, $5)`,
-          [
-            sorted[0]!.tsNs.toString(),
-            sorted[sorted.length - 1]!.tsNs.toString(),
-            ids.get(c.labelsKey)!,
-            `[${ts}]`,
-            `[${text}]`,
-          ],
+          [c.startNs.toString(), c.endNs.toString(), ids.get(c.labelsKey)!, c.times, c.lines],
         );
       }
     });

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { CHUNK_WINDOW_NS, chunkWindow } from '../../../observability/chunks.ts';
 import { inTransaction } from '../pool.ts';
 
 /**
@@ -9,8 +10,11 @@ import { inTransaction } from '../pool.ts';
  * serialises the DDL of concurrent nodes.
  */
 
-/** Six hours: 28 partitions per table for the default 7 days, and a size bound kept to within a quarter day. */
-export const WINDOW_NS = 6n * 3600n * 1_000_000_000n;
+/**
+ * Six hours (the writer's chunks never cross one): 28 partitions per table for the default 7 days, and a size bound
+ * kept to within a quarter day.
+ */
+export const WINDOW_NS = CHUNK_WINDOW_NS;
 
 export type ObservabilityTable = 'log_chunk' | 'span_chunk';
 
@@ -19,9 +23,7 @@ const LOCK_KEYS: Record<ObservabilityTable, string> = {
   span_chunk: '7308432957233170102',
 };
 
-export function windowStart(ns: bigint): bigint {
-  return ns - (((ns % WINDOW_NS) + WINDOW_NS) % WINDOW_NS);
-}
+export const windowStart = chunkWindow;
 
 function partitionName(table: ObservabilityTable, start: bigint): string {
   // Window starts are multiples of WINDOW_NS: the window number names the partition.

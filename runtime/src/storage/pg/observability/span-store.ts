@@ -7,7 +7,7 @@ import type {
   SpanScan,
   SpanSource,
 } from '../../../observability/model.ts';
-import type { EncodedSpan } from '../../../observability/span-json.ts';
+import type { SpanChunk } from '../../../observability/chunks.ts';
 import { type Partitions, windowStart } from './partitions.ts';
 import { readInSlices } from './slices.ts';
 
@@ -65,14 +65,6 @@ function resourceText(resource: object): string {
   return text;
 }
 
-/** The spans of one batch with one resource and scope in one partition window: one row of `ratchet.span_chunk`. */
-interface Chunk {
-  readonly resource: Readonly<Record<string, AttributeValue>>;
-  readonly scope: string;
-  readonly window: bigint;
-  readonly spans: EncodedSpan[];
-}
-
 /**
  * Finished spans in PostgreSQL (`ratchet.span_chunk`), written by every node and read by any. A batch is stored as one
  * chunk per resource and partition window, so that a span costs PostgreSQL part of a JSON document rather than a row
@@ -84,36 +76,17 @@ export class PgSpanStore implements SpanSource {
     private readonly partitions: Partitions,
   ) {}
 
-  async insert(spans: readonly EncodedSpan[]): Promise<void> {
-    if (spans.length === 0) return;
-    const chunks = new Map<string, Chunk>();
-    for (const s of spans) {
-      const window = windowStart(s.startNs);
-      const key = `${window} ${resourceText(s.resource)} ${s.scope}`;
-      let c = chunks.get(key);
-      if (c === undefined) chunks.set(key, (c = { resource: s.resource, scope: s.scope, window, spans: [] }));
-      c.spans.push(s);
-    }
+  async insert(chunks: readonly SpanChunk[]): Promise<void> {
+    if (chunks.length === 0) return;
     await this.partitions.ensure(
       'span_chunk',
-      [...chunks.values()].map((c) => c.window),
+      chunks.map((c) => c.startNs),
     );
-    for (const c of chunks.values()) {
-      let first = c.spans[0]!.startNs;
-      let last = first;
-      const keys = new Set<string>();
-      let text = '';
-      for (const s of c.spans) {
-        if (s.startNs < first) first = s.startNs;
-        if (s.startNs > last) last = s.startNs;
-        keys.add(`t:${s.traceId}`);
-        if (s.invocationId !== undefined) keys.add(`i:${s.invocationId}`);
-        text += text === '' ? s.json : `,${s.json}`;
-      }
+    for (const c of chunks) {
       await this.pool.query(
         `INSERT INTO ratchet.span_chunk (start_ns, last_start_ns, keys, resource, scope, spans)
          VALUES ($1, $2, $3, $4, $5, $6)`,
-        [first.toString(), last.toString(), [...keys], resourceText(c.resource), c.scope, `[${text}]`],
+        [c.startNs.toString(), c.lastStartNs.toString(), c.keys, resourceText(c.resource), c.scope, c.spans],
       );
     }
   }

@@ -1,6 +1,5 @@
 import type { Logger } from 'pino';
-import type { LogLineInsert } from '../../../observability/model.ts';
-import type { EncodedSpan } from '../../../observability/span-json.ts';
+import type { LineChunk, SpanChunk } from '../../../observability/chunks.ts';
 import type { ObservabilitySink } from '../../../observability/writer.ts';
 import { createPool, type Pool } from '../pool.ts';
 import { PgLogStore } from './log-store.ts';
@@ -59,12 +58,12 @@ export class PgObservabilityStore implements ObservabilitySink {
     this.spans = new PgSpanStore(this.queryPool, this.partitions);
   }
 
-  insertLogs(lines: readonly LogLineInsert[]): Promise<void> {
-    return this.writeLogs.insert(lines);
+  insertLogs(chunks: readonly LineChunk[]): Promise<void> {
+    return this.writeLogs.insert(chunks);
   }
 
-  insertSpans(spans: readonly EncodedSpan[]): Promise<void> {
-    return this.writeSpans.insert(spans);
+  insertSpans(chunks: readonly SpanChunk[]): Promise<void> {
+    return this.writeSpans.insert(chunks);
   }
 
   /** Enforces retention and the size bound now, then every `retentionIntervalMs`. */

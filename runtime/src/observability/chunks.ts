@@ -1,0 +1,167 @@
+/*
+ * Chunks: the unit the writer hands to the store, many lines or spans each, assembled as they arrive. A line or span
+ * is copied into a chunk's byte buffer the moment it is written (its objects die young), so that what waits for the
+ * next flush sits outside V8's heap instead of being promoted to the old generation and traced by every major GC —
+ * with the store on, that garbage collection was the largest cost per invocation (bench/README.md, session 9).
+ */
+import type { AttributeValue, LogLineInsert, SpanRecord } from './model.ts';
+import { encodeSpan } from './span-json.ts';
+
+/** Chunks never span two of the store's partition windows (storage/pg/observability/partitions.ts). */
+export const CHUNK_WINDOW_NS = 6n * 3600n * 1_000_000_000n;
+
+export function chunkWindow(ns: bigint): bigint {
+  return ns - (((ns % CHUNK_WINDOW_NS) + CHUNK_WINDOW_NS) % CHUNK_WINDOW_NS);
+}
+
+/** The lines of one stream, in time order: their times and texts as JSON arrays (see `ratchet.log_chunk`). */
+export interface LineChunk {
+  readonly labels: Readonly<Record<string, string>>;
+  readonly labelsKey: string;
+  readonly startNs: bigint;
+  readonly endNs: bigint;
+  readonly count: number;
+  /** `[ts,…]`: the lines' times in Unix ns. */
+  readonly times: string;
+  /** `[line,…]`: a line that is a JSON object as that object, any other as a JSON string. */
+  readonly lines: string;
+}
+
+/** Spans of one resource and scope: a JSON array of them and the keys that find them (see `ratchet.span_chunk`). */
+export interface SpanChunk {
+  readonly resource: Readonly<Record<string, AttributeValue>>;
+  readonly scope: string;
+  readonly startNs: bigint;
+  readonly lastStartNs: bigint;
+  readonly count: number;
+  /** `t:<trace id>` and `i:<restate.invocation.id>` of its spans, each once. */
+  readonly keys: readonly string[];
+  readonly spans: string;
+}
+
+/** Text appended into a byte buffer that grows by doubling (off V8's heap once it is larger than a few kB). */
+class ByteText {
+  private buf: Buffer;
+  private used = 0;
+
+  constructor(initial: number) {
+    this.buf = Buffer.allocUnsafe(initial);
+  }
+
+  get empty(): boolean {
+    return this.used === 0;
+  }
+
+  append(text: string): void {
+    const max = text.length * 3;
+    if (this.used + max > this.buf.length) {
+      const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.used + max));
+      this.buf.copy(next, 0, 0, this.used);
+      this.buf = next;
+    }
+    this.used += this.buf.write(text, this.used);
+  }
+
+  text(): string {
+    return this.buf.toString('utf8', 0, this.used);
+  }
+}
+
+export class LineChunkBuilder {
+  private readonly times = new ByteText(1024);
+  private readonly lines = new ByteText(16 * 1024);
+  private first = 0n;
+  private last = 0n;
+  count = 0;
+
+  constructor(
+    readonly labels: Readonly<Record<string, string>>,
+    readonly labelsKey: string,
+    readonly window: bigint,
+  ) {}
+
+  /** Lines arrive in time order from a node's capture (it makes their times strictly increasing). */
+  add(line: LogLineInsert): void {
+    const sep = this.count === 0 ? '' : ',';
+    if (this.count === 0) this.first = line.tsNs;
+    if (line.tsNs > this.last || this.count === 0) this.last = line.tsNs;
+    if (line.tsNs < this.first) this.first = line.tsNs;
+    this.times.append(`${sep}${line.tsNs}`);
+    this.lines.append(sep + (line.json === true ? line.line : JSON.stringify(line.line)));
+    this.count++;
+  }
+
+  seal(): LineChunk {
+    return {
+      labels: this.labels,
+      labelsKey: this.labelsKey,
+      startNs: this.first,
+      endNs: this.last,
+      count: this.count,
+      times: `[${this.times.text()}]`,
+      lines: `[${this.lines.text()}]`,
+    };
+  }
+}
+
+export class SpanChunkBuilder {
+  private readonly spans = new ByteText(32 * 1024);
+  private readonly keys = new Set<string>();
+  private first = 0n;
+  private last = 0n;
+  count = 0;
+
+  constructor(
+    readonly resource: Readonly<Record<string, AttributeValue>>,
+    readonly scope: string,
+    readonly window: bigint,
+  ) {}
+
+  add(span: SpanRecord): void {
+    const e = encodeSpan(span);
+    if (this.count === 0 || e.startNs < this.first) this.first = e.startNs;
+    if (this.count === 0 || e.startNs > this.last) this.last = e.startNs;
+    this.keys.add(`t:${e.traceId}`);
+    if (e.invocationId !== undefined) this.keys.add(`i:${e.invocationId}`);
+    this.spans.append(this.count === 0 ? e.json : `,${e.json}`);
+    this.count++;
+  }
+
+  seal(): SpanChunk {
+    return {
+      resource: this.resource,
+      scope: this.scope,
+      startNs: this.first,
+      lastStartNs: this.last,
+      count: this.count,
+      keys: [...this.keys],
+      spans: `[${this.spans.text()}]`,
+    };
+  }
+}
+
+/** The chunks of some lines (in time order per stream), as the writer would make them: for tests and tools. */
+export function lineChunks(lines: readonly LogLineInsert[]): LineChunk[] {
+  const builders = new Map<string, LineChunkBuilder>();
+  for (const l of [...lines].sort((a, b) => (a.tsNs < b.tsNs ? -1 : a.tsNs > b.tsNs ? 1 : 0))) {
+    const window = chunkWindow(l.tsNs);
+    const key = `${window} ${l.labelsKey}`;
+    let b = builders.get(key);
+    if (b === undefined) builders.set(key, (b = new LineChunkBuilder(l.labels, l.labelsKey, window)));
+    b.add(l);
+  }
+  return [...builders.values()].map((b) => b.seal());
+}
+
+/** The chunks of some spans, as the writer would make them: for tests and tools. */
+export function spanChunks(spans: readonly SpanRecord[]): SpanChunk[] {
+  const builders = new Map<string, SpanChunkBuilder>();
+  for (const s of spans) {
+    const window = chunkWindow(s.startNs);
+    const key = `${window} ${JSON.stringify(s.resource)} ${s.scope}`;
+    let b = builders.get(key);
+    if (b === undefined) builders.set(key, (b = new SpanChunkBuilder(s.resource, s.scope, window)));
+    b.add(s);
+  }
+  return [...builders.values()].map((b) => b.seal());
+}
