@@ -160,7 +160,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
       store: read.oneOf('RATCHET_OBSERVABILITY_STORE', ['on', 'off'] as const, 'on') === 'on',
       retentionMs: read.duration('RATCHET_OBSERVABILITY_RETENTION', '7d', { min: 60_000, max: MAX_SAFE_MS }),
       maxSizeBytes: read.size('RATCHET_OBSERVABILITY_MAX_SIZE', '10 GiB', { min: 1024 * 1024, max: 2 ** 50 }),
-      logLevel: read.oneOf('RATCHET_OBSERVABILITY_LOG_LEVEL', LOG_LEVELS, 'info'),
+      logLevel: read.oneOf('RATCHET_OBSERVABILITY_LOG_LEVEL', LOG_LEVELS, 'debug'),
       // PostgreSQL's statement_timeout is an int of milliseconds.
       queryTimeoutMs: read.duration('RATCHET_OBSERVABILITY_QUERY_TIMEOUT', '30s', { min: 1, max: 2 ** 31 - 1 }),
     },

@@ -49,7 +49,7 @@ describe('loadConfig defaults', () => {
         store: true,
         retentionMs: 7 * 86_400_000,
         maxSizeBytes: 10 * 1024 ** 3,
-        logLevel: 'info',
+        logLevel: 'debug',
         queryTimeoutMs: 30_000,
       },
       metrics: { bind: { host: '127.0.0.1', port: 5122 } },

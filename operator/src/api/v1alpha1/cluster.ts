@@ -210,8 +210,8 @@ const Observability = Type.Object(
     logLevel: Type.Optional(
       StringEnum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const, {
         description:
-          "Log lines at this level or above are stored (default info); debug keeps every invocation's routine " +
-          'lifecycle lines too.',
+          "Log lines at this level or above are stored (default debug: every invocation's lifecycle lines); info " +
+          'keeps only retries, pauses, kills and failures of invocations.',
       }),
     ),
   },
