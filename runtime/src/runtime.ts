@@ -12,6 +12,7 @@ import type { Config } from './config/config.ts';
 import { formatBindAddress, type BindAddress } from './config/bind-address.ts';
 import { RetentionCleaner } from './storage/pg/retention-cleaner.ts';
 import { Engine } from './engine/engine.ts';
+import { KafkaSubscriptions } from './kafka/subscriptions.ts';
 import { Invoker } from './invoker/invoker.ts';
 import { PgStorage } from './storage/pg/storage.ts';
 import { buildIngressApp } from './ingress/app.ts';
@@ -61,6 +62,8 @@ export interface RuntimeHandle {
   engine: Engine;
   cluster: ClusterCoordinator;
   cleaner: RetentionCleaner;
+  /** This node's Kafka consumers (one per subscription). */
+  kafka: KafkaSubscriptions;
   /** The read-only role SQL introspection runs as; undefined when the database user may not create roles. */
   introspection: IntrospectionAccess | undefined;
   /**
@@ -440,6 +443,22 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
     cluster = coordinator;
     const started = coordinator;
     await started.start();
+    // Every node consumes every subscription's topic (Kafka spreads the partitions over the nodes' consumers); the
+    // records' invocations are queued for their partitions' owners. Started once this node serves its share.
+    const kafka = new KafkaSubscriptions({
+      registry,
+      engine,
+      logger,
+      metrics,
+      options: {
+        maxInflightPerPartition: config.kafka.maxInflightPerPartition,
+        backpressureCheckMs: 500,
+        retryMinMs: 1_000,
+        retryMaxMs: 30_000,
+      },
+    });
+    kafka.start();
+    cleanups.push(() => kafka.stop());
     logger.info(
       {
         ingress: formatBindAddress(ingressBound),
@@ -460,10 +479,13 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
       engine,
       cluster: started,
       cleaner,
+      kafka,
       introspection,
       stop: () =>
         (stopping ??= (async () => {
           draining = true;
+          // Consumers leave their groups first: the partitions they read go to the nodes that stay.
+          await kafka.stop();
           await started.stop();
           if (config.cluster.shutdownDelayMs > 0) {
             logger.info({ ms: config.cluster.shutdownDelayMs }, 'partitions handed over; waiting before closing');

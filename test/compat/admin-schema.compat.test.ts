@@ -263,13 +263,6 @@ const DIFFERENCES: Difference[] = [
     ratchet: { status: 400, code: 'META0009' },
   },
   {
-    what: 'POST /subscriptions with a shared handler as sink',
-    why: 'META0009 sink-type constraint: shared handlers run concurrently, records of one key would be reordered',
-    request: () => req('POST', '/subscriptions', { source: 'kafka://cfg-cluster/t', sink: 'service://Counter/get' }),
-    restate: { status: 201 },
-    ratchet: { status: 400, code: 'META0009' },
-  },
-  {
     what: 'POST /kafka-clusters with a name that is not hostname-like (My_Cluster!)',
     why: 'the name is the authority of kafka:// URIs; restate documents "hostname" but does not check it',
     request: () => req('POST', '/kafka-clusters', { name: 'My_Cluster!', properties: { 'bootstrap.servers': 'h:1' } }),

@@ -199,7 +199,13 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
       },
       cleanupIntervalMs: read.duration('RATCHET_CLEANUP_INTERVAL', '1m', { min: 10, max: MAX_SAFE_MS }),
     },
-    kafka: { clusters: kafkaClusters(read.raw('RATCHET_KAFKA_CLUSTERS')) },
+    kafka: {
+      clusters: kafkaClusters(read.raw('RATCHET_KAFKA_CLUSTERS')),
+      maxInflightPerPartition: read.integer('RATCHET_KAFKA_MAX_INFLIGHT_PER_PARTITION', 1000, {
+        min: 1,
+        max: 1_000_000,
+      }),
+    },
     auth: { keysFile: optionalPath(read.raw('RATCHET_AUTH_KEYS_FILE'), cwd) },
     cluster: clusterConfig(read),
     warnings,

@@ -127,6 +127,8 @@ export interface KafkaClusterConfig {
 export interface KafkaConfig {
   /** Clusters subscriptions may read from besides those registered through `POST /kafka-clusters`. */
   readonly clusters: readonly KafkaClusterConfig[];
+  /** Back-pressure: a topic partition pauses while this many of its records' invocations are unfinished. */
+  readonly maxInflightPerPartition: number;
 }
 
 /** Membership, partition placement and hand-over between runtime processes sharing one database. */
@@ -211,6 +213,7 @@ export const SETTINGS = {
   RATCHET_GROUP_COMMIT_CONCURRENCY: 'storage.group-commit-concurrency',
   RATCHET_CLEANUP_INTERVAL: 'storage.cleanup-interval',
   RATCHET_KAFKA_CLUSTERS: 'kafka-clusters',
+  RATCHET_KAFKA_MAX_INFLIGHT_PER_PARTITION: 'kafka.max-inflight-per-partition',
   RATCHET_INTROSPECTION_PASSWORD: 'introspection.password',
   RATCHET_INTROSPECTION_TLS_CERT: 'introspection.tls-cert',
   RATCHET_INTROSPECTION_TLS_KEY: 'introspection.tls-key',

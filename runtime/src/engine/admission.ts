@@ -97,7 +97,7 @@ export function newInvocation(
       status: executionTime === undefined ? 'invoked' : 'scheduled',
       idempotencyKey: req.idempotencyKey ?? null,
       invokedBy: req.invokedBy,
-      invokedById: caller?.id ?? null,
+      invokedById: caller?.id ?? req.subscriptionId ?? null,
       invokedByTarget: caller?.target ?? null,
       randomSeed: randomU64(),
       journalLength: 1,

@@ -19,12 +19,13 @@ import { handleFailure } from './lifecycle/retry.ts';
 import { onSuspension, recheckSuspended } from './lifecycle/suspend.ts';
 import { modifyState } from './modify-state.ts';
 import { appendNotification, sendCommitted, signal } from './notifications.ts';
+import { enqueue } from './enqueue.ts';
 import { deliver, pollOutbox } from './outbox.ts';
 import { PartitionProcessor, type EngineDeps, type EngineOptions } from './processor.ts';
 import { drop, recover } from './recovery.ts';
 import { awaitCompletion, completionWaiters, getCompleted, pollRemoteResults } from './results.ts';
 import { disarmRetry, fireTimer } from './timers.ts';
-import type { AcceptRequest, AcceptResult, CompletedInvocation, DeploymentChoice } from './types.ts';
+import type { AcceptRequest, AcceptResult, CompletedInvocation, DeploymentChoice, EnqueueResult } from './types.ts';
 import type { InvocationRow } from '../storage/rows.ts';
 
 export type { EngineDeps, EngineOptions };
@@ -114,6 +115,16 @@ export class Engine {
   /** Stores a new invocation (input as journal entry 0) and starts it once committed. */
   accept(req: AcceptRequest): Promise<AcceptResult> {
     return accept(this.p, req);
+  }
+
+  /** Queues new invocations with derived ids for their partitions' owners, on any node (see enqueue.ts). */
+  enqueue(requests: AcceptRequest[]): Promise<EnqueueResult[]> {
+    return enqueue(this.p, requests);
+  }
+
+  /** Of `ids`, the invocations not finished yet (stored and running or waiting, or still queued for admission). */
+  unfinished(ids: string[]): Promise<string[]> {
+    return this.p.deps.storage.invocations.unfinished(ids);
   }
 
   /** Replaces the whole state of a virtual object or workflow key, in the key's order (see modify-state.ts). */

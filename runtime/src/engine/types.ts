@@ -45,8 +45,16 @@ export interface AcceptRequest {
    */
   idempotencyKeyGenerated?: boolean | undefined;
   invokedBy: InvokedBy;
+  /** `invokedBy: 'subscription'`: the subscription whose record this is (introspection's invoked_by_subscription_id). */
+  subscriptionId?: string | undefined;
   /** The trace context the request came with (the ingress span): the invocation's trace is parented to it. */
   traceContext?: string | undefined;
+}
+
+/** What `Engine.enqueue` queued: the invocation id, and its partition. */
+export interface EnqueueResult {
+  id: string;
+  partition: number;
 }
 
 export interface AcceptResult {

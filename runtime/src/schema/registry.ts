@@ -109,7 +109,7 @@ export class SchemaRegistry {
     serviceDefaults: ServiceDefaultsConfig,
     retryPolicy: RetryPolicyConfig,
     invoker: Pick<InvokerConfig, 'inactivityTimeoutMs' | 'abortTimeoutMs'> = RESTATE_INVOKER_TIMEOUTS,
-    kafka: KafkaConfig = { clusters: [] },
+    kafka: Pick<KafkaConfig, 'clusters'> = { clusters: [] },
   ) {
     this.store = store;
     this.defaults = serviceDefaultsFromConfig(serviceDefaults, retryPolicy, invoker);

@@ -6,17 +6,17 @@ import type { HandlerSchema, KafkaClusterSchema, ServiceSchema, SubscriptionSche
 
 /**
  * Kafka subscriptions (`/subscriptions`): records of a topic become invocations of a handler. Only the registry is
- * kept here; consuming is the Kafka component's job. Every reason a subscription cannot work is META0009 (400), the
+ * kept here; every node's consumers follow it (`kafka/`). Every reason a subscription cannot work is META0009 (400), the
  * message naming the problem, checked in restate's order: the source URI, the sink URI, the sink handler, then the
  * cluster. Where restate-server 1.7.12 differs, the specification and META0009's page win:
  *
  * - an unknown cluster is META0009 (restate answers 400 without a code);
  * - a malformed URI is META0009 (restate rejects some with a 422 text body);
- * - the topic must be a legal Kafka topic name (restate accepts an empty one, which no consumer can read);
- * - the sink must fit its service type: a service handler, an exclusive handler of a virtual object (the record
- *   key becomes the object key, and records of one key are handled in order), or a workflow's `run` handler (one
- *   workflow per record key; a repeated key is deduplicated). Shared handlers run concurrently, so records of one
- *   key would be handled out of order: they are refused (restate accepts them).
+ * - the topic must be a legal Kafka topic name (restate accepts an empty one, which no consumer can read).
+ *
+ * Any handler may be a sink, as in restate: for a virtual object or a workflow the record key is the object or
+ * workflow key; an exclusive handler handles the records of one key in order, shared and service handlers in
+ * parallel, and a workflow's run once per key (a repeated key joins the first run).
  *
  * Private services (`public: false`) are accepted: Kafka is not the ingress. `group.id` defaults to the
  * subscription id and `client.id` to `restate` (kept from restate-server so broker-side ACLs and quotas written for
@@ -110,25 +110,6 @@ export function parseSink(sink: string): ParsedSink {
   return { service: uri.authority, handler: uri.path ?? '' };
 }
 
-/** Why a handler cannot receive a stream of records, or undefined when it can. */
-function sinkTypeProblem(service: ServiceSchema, handler: HandlerSchema): string | undefined {
-  const target = `'${service.name}/${handler.name}'`;
-  if (service.ty === 'VirtualObject' && handler.ty === 'Shared') {
-    return (
-      `${target} is a shared handler of the virtual object '${service.name}': shared handlers run concurrently, so ` +
-      'records of one key would be handled out of order. Subscribe an exclusive handler instead.'
-    );
-  }
-  if (service.ty === 'Workflow' && handler.ty !== 'Workflow') {
-    return (
-      `${target} is a shared handler of the workflow '${service.name}': shared handlers run concurrently, so ` +
-      "records of one key would be handled out of order. Subscribe the workflow's run handler, or a service or " +
-      'virtual object handler.'
-    );
-  }
-  return undefined;
-}
-
 async function findSinkHandler(
   tx: SchemaTransaction,
   sink: ParsedSink,
@@ -166,8 +147,6 @@ export function createCreateSubscription(deps: SchemaOperationDeps): CreateSubsc
       async (tx) => {
         const target = await findSinkHandler(tx, to);
         if (target === undefined) throw invalid('sink', sink, 'cannot find service/handler specified in the sink URI.');
-        const problem = sinkTypeProblem(target.service, target.handler);
-        if (problem !== undefined) throw invalid('sink', sink, problem);
         const cluster =
           deps.registry.staticKafkaClusters.find((c) => c.name === from.cluster) ??
           (await tx.kafkaCluster(from.cluster));
@@ -196,7 +175,7 @@ export function createCreateSubscription(deps: SchemaOperationDeps): CreateSubsc
       (subscription) =>
         log.info(
           { 'subscription.id': subscription.id, source: subscription.source, sink: subscription.sink },
-          'subscription created (not consumed: Ratchet keeps the registry only)',
+          'subscription created',
         ),
     );
     return deps.registry.subscription(created.id) ?? created;

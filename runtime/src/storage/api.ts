@@ -31,6 +31,11 @@ export interface InvocationTable {
   getMany(ids: string[]): Promise<InvocationRow[]>;
   /** Every invocation of the partitions that is not completed. */
   listActive(partitions: number[]): Promise<InvocationRow[]>;
+  /**
+   * Of `ids`, those not finished yet: stored and not completed, or still waiting in the outbox to be admitted. An id
+   * found in neither finished (completed and already removed).
+   */
+  unfinished(ids: string[]): Promise<string[]>;
 }
 
 export interface JournalTable {
@@ -51,8 +56,21 @@ export interface TimerTable {
   list(partitions: number[]): Promise<TimerRow[]>;
 }
 
+/** A request for the owner of `partition` (see `OutboxRequest`), queued with `OutboxTable.enqueue`. */
+export interface QueuedRequest {
+  partition: number;
+  targetInvocationId: string;
+  request: OutboxRequest;
+}
+
 export interface OutboxTable {
   list(partitions: number[]): Promise<OutboxRow[]>;
+  /**
+   * Queues requests for the owners of their partitions, in one commit, in the order given (their `seq`s ascend in that
+   * order); resolves once committed, with the rows. Not fenced by a lease: any node may ask any partition's owner for
+   * work (the owner alone carries it out, and an invocation request with a derived id is admitted at most once).
+   */
+  enqueue(requests: QueuedRequest[]): Promise<OutboxRow[]>;
 }
 
 export interface StateMutationTable {

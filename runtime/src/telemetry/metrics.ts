@@ -93,6 +93,40 @@ export function createMetrics() {
       labelNames: ['listener', 'result'] as const,
       registers: [registry],
     }),
+    kafkaRecords: new Counter({
+      name: 'ratchet_kafka_records_total',
+      help:
+        "Kafka records of a subscription this node's consumer read (consumed), stored as invocations (enqueued) or " +
+        'refused (rejected: a keyed sink and a record without a UTF-8 key).',
+      labelNames: ['subscription', 'outcome'] as const,
+      registers: [registry],
+    }),
+    kafkaLag: new Gauge({
+      name: 'ratchet_kafka_consumer_lag_records',
+      help: "Records of a topic partition not yet enqueued (high watermark minus the consumer's next offset).",
+      labelNames: ['subscription', 'topic', 'partition'] as const,
+      registers: [registry],
+    }),
+    kafkaInflight: new Gauge({
+      name: 'ratchet_kafka_inflight_records',
+      help: "Records of a topic partition enqueued by this node's consumer whose invocations have not finished.",
+      labelNames: ['subscription', 'topic', 'partition'] as const,
+      registers: [registry],
+    }),
+    kafkaPausedPartitions: new Gauge({
+      name: 'ratchet_kafka_paused_partitions',
+      help: 'Topic partitions of a subscription paused because too many of their records are unfinished.',
+      labelNames: ['subscription'] as const,
+      registers: [registry],
+    }),
+    kafkaConsumerErrors: new Counter({
+      name: 'ratchet_kafka_consumer_errors_total',
+      help:
+        'Failures of a subscription consumer, by kind (settings, connect, consume, enqueue, commit); each is ' +
+        'retried with backoff.',
+      labelNames: ['subscription', 'kind'] as const,
+      registers: [registry],
+    }),
   };
 }
 

@@ -242,16 +242,6 @@ describe('/subscriptions', () => {
       ['kafka://my-cluster/t', 'service://Greeter', 'cannot find service/handler'],
       ['kafka://my-cluster/t', 'service://Greeter/nope', 'cannot find service/handler'],
       ['kafka://my-cluster/t', 'service://Greeter/greet/extra', 'cannot find service/handler'],
-      [
-        'kafka://my-cluster/t',
-        'service://Counter/get',
-        "'Counter/get' is a shared handler of the virtual object 'Counter'",
-      ],
-      [
-        'kafka://my-cluster/t',
-        'service://Signup/approve',
-        "'Signup/approve' is a shared handler of the workflow 'Signup'",
-      ],
       // The sink is checked before the cluster, like restate.
       ['kafka://bogus-cluster/t', 'service://Nope/greet', 'cannot find service/handler'],
       [
@@ -265,6 +255,13 @@ describe('/subscriptions', () => {
       expect(message, `${source} -> ${sink}`).toContain(problem);
     }
     expect(((await request('GET', '/subscriptions')).json()['subscriptions'] as unknown[]).length).toBe(4);
+    // Shared handlers of objects and workflows are sinks too, as in restate (their records run in parallel).
+    for (const sink of ['service://Counter/get', 'service://Signup/approve']) {
+      const created = await subscribe('kafka://my-cluster/t', sink);
+      expect(created.status, sink).toBe(201);
+      const id = created.json()['id'] as string;
+      expect((await request('DELETE', `/subscriptions/${id}`)).status).toBe(202);
+    }
   });
 
   it('refuses bodies of the wrong shape with 422, and malformed or unknown ids', async () => {

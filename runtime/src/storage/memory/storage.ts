@@ -1,6 +1,6 @@
 import { stateVersion } from '../../ids/state-version.ts';
 import { MessageType } from '../../protocol/message-types.ts';
-import type { Storage, Write, WriteBatch } from '../api.ts';
+import type { QueuedRequest, Storage, Write, WriteBatch } from '../api.ts';
 import { FencingError } from '../errors.ts';
 import { insertedRow } from '../rows.ts';
 import type {
@@ -63,6 +63,14 @@ export class MemoryStorage implements Storage {
           .filter((r) => r.status !== 'completed' && partitions.includes(r.partitionId))
           .map((r) => this.invocation(r.id)!),
       ),
+    unfinished: (ids: string[]): Promise<string[]> =>
+      Promise.resolve(
+        ids.filter((id) => {
+          const row = this.tables.invocations.get(id);
+          if (row !== undefined) return row.status !== 'completed';
+          return [...this.tables.outbox.values()].some((o) => o.targetInvocationId === id && o.request !== undefined);
+        }),
+      ),
   };
   readonly journal = {
     load: (id: string): Promise<StoredEntry[]> =>
@@ -121,6 +129,18 @@ export class MemoryStorage implements Storage {
           .filter((r) => partitions.includes(r.partitionId))
           .sort((a, b) => Number(BigInt(a.seq) - BigInt(b.seq)))
           .map((r) => ({ ...r })),
+      ),
+    enqueue: (requests: QueuedRequest[]): Promise<OutboxRow[]> =>
+      Promise.resolve(
+        requests.map((q) =>
+          this.insertOutbox({
+            ...NO_PAYLOAD,
+            partitionId: q.partition,
+            targetInvocationId: q.targetInvocationId,
+            entryType: 0,
+            request: structuredClone(q.request),
+          }),
+        ),
       ),
   };
   readonly stateMutations = {

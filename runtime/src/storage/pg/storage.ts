@@ -1,4 +1,4 @@
-import type { Storage, Write, WriteBatch } from '../api.ts';
+import type { QueuedRequest, Storage, Write, WriteBatch } from '../api.ts';
 import type { OutboxRow } from '../rows.ts';
 import type { GroupCommitter } from './group-commit.ts';
 import type { PartitionLeases } from './leases.ts';
@@ -11,6 +11,7 @@ import {
   inboxInvocation,
   insertInvocation,
   listActiveInvocations,
+  unfinishedInvocations,
   updateInvocation,
 } from './tables/invocations.ts';
 import { loadJournal } from './tables/journal.ts';
@@ -18,6 +19,7 @@ import { listLocks, releaseLock, takeLock, transferLock } from './tables/locks.t
 import {
   awaitResult,
   deleteOutbox,
+  enqueueOutboxRequests,
   insertOutbox,
   insertOutboxRequest,
   listOutbox,
@@ -53,6 +55,7 @@ export class PgStorage implements Storage {
     get: (id: string) => getInvocation(this.pool, id),
     getMany: (ids: string[]) => getInvocations(this.pool, ids),
     listActive: (partitions: number[]) => listActiveInvocations(this.pool, partitions),
+    unfinished: (ids: string[]) => unfinishedInvocations(this.pool, ids),
   };
   readonly journal = { load: (id: string) => loadJournal(this.pool, id) };
   readonly state = {
@@ -61,7 +64,10 @@ export class PgStorage implements Storage {
   };
   readonly locks = { list: (partitions: number[]) => listLocks(this.pool, partitions) };
   readonly timers = { list: (partitions: number[]) => listTimers(this.pool, partitions) };
-  readonly outbox = { list: (partitions: number[]) => listOutbox(this.pool, partitions) };
+  readonly outbox = {
+    list: (partitions: number[]) => listOutbox(this.pool, partitions),
+    enqueue: (requests: QueuedRequest[]) => enqueueOutboxRequests(this.pool, requests),
+  };
   readonly stateMutations = { list: (partitions: number[]) => listStateMutations(this.pool, partitions) };
   readonly promises = { get: (ref: { service: string; key: string; name: string }) => getPromise(this.pool, ref) };
 

@@ -73,6 +73,21 @@ export async function getInvocations(db: pg.Pool, ids: string[]): Promise<Invoca
   return (res.rows as Record<string, unknown>[]).map(toRow);
 }
 
+/** Of `ids`, those stored and not completed, or waiting in the outbox to be admitted (see `InvocationTable`). */
+export async function unfinishedInvocations(db: pg.Pool, ids: string[]): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const res = await db.query<{ id: string }>({
+    name: 'invocation_unfinished',
+    text: `SELECT t.id FROM unnest($1::text[]) AS t(id)
+            WHERE EXISTS (SELECT 1 FROM ratchet.invocation i WHERE i.id = t.id AND i.status <> 'completed')
+               OR (NOT EXISTS (SELECT 1 FROM ratchet.invocation i WHERE i.id = t.id)
+                   AND EXISTS (SELECT 1 FROM ratchet.outbox o
+                                WHERE o.target_invocation_id = t.id AND o.request IS NOT NULL))`,
+    values: [ids],
+  });
+  return res.rows.map((r) => r.id);
+}
+
 /** Everything a restarted owner must pick up again: not completed, in the partitions it now owns. */
 export async function listActiveInvocations(db: pg.Pool, partitions: number[]): Promise<InvocationRow[]> {
   const res = await db.query(

@@ -126,3 +126,29 @@ export function resultToWaiters(invocationId: string, onRow: (row: OutboxRow) =>
     onResult: eachOutboxRow(onRow),
   };
 }
+
+/**
+ * Queues requests for partitions' owners in one statement (its own commit, no lease): the rows get ascending `seq`s in
+ * the order given, which is the order an owner carries them out.
+ */
+export async function enqueueOutboxRequests(
+  db: pg.Pool,
+  requests: { partition: number; targetInvocationId: string; request: OutboxRequest }[],
+): Promise<OutboxRow[]> {
+  if (requests.length === 0) return [];
+  const res = await db.query({
+    name: 'outbox_enqueue',
+    text: `INSERT INTO ratchet.outbox (partition_id, target_invocation_id, entry_type, request)
+           SELECT q.partition_id, q.target_invocation_id, 0, q.request
+             FROM unnest($1::int[], $2::text[], $3::jsonb[]) WITH ORDINALITY
+                  AS q(partition_id, target_invocation_id, request, n)
+            ORDER BY q.n
+           RETURNING ${OUTBOX_COLUMNS}`,
+    values: [
+      requests.map((r) => r.partition),
+      requests.map((r) => r.targetInvocationId),
+      requests.map((r) => JSON.stringify(r.request)),
+    ],
+  });
+  return (res.rows as Record<string, unknown>[]).map(toOutboxRow).sort((a, b) => Number(BigInt(a.seq) - BigInt(b.seq)));
+}

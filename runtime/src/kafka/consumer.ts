@@ -1,0 +1,418 @@
+import { Kafka, logLevel, type Batch, type Consumer, type EachBatchPayload, type LogEntry } from 'kafkajs';
+import type { Logger } from 'pino';
+import type { AcceptRequest, EnqueueResult } from '../engine/types.ts';
+import type { KafkaClusterSchema, SubscriptionSchema } from '../schema/types.ts';
+import type { Metrics } from '../telemetry/metrics.ts';
+import { consumerSettings, KafkaSettingsError } from './client-config.ts';
+import { recordToRequest, type RecordSource, type Sink } from './records.ts';
+
+/** What a consumer needs of the engine: queue invocations on any node, and ask which are still unfinished. */
+export interface KafkaEngine {
+  enqueue(requests: AcceptRequest[]): Promise<EnqueueResult[]>;
+  unfinished(ids: string[]): Promise<string[]>;
+}
+
+export interface ConsumerOptions {
+  /** Back-pressure: a topic partition pauses while this many of its records' invocations are unfinished. */
+  maxInflightPerPartition: number;
+  /** How often a paused partition asks whether its records' invocations finished. */
+  backpressureCheckMs: number;
+  /** First and longest wait before a failed consumer starts again (doubling in between). */
+  retryMinMs: number;
+  retryMaxMs: number;
+}
+
+export interface ConsumerDeps {
+  engine: KafkaEngine;
+  /** The subscription's sink as the registry knows it now (undefined: not registered any more). */
+  sink(subscription: SubscriptionSchema): Sink | undefined;
+  logger: Logger;
+  metrics: Metrics;
+  options: ConsumerOptions;
+}
+
+/**
+ * - `starting`: connecting, joining the group; `assigned`: a member of the group with partitions to read;
+ * - `joined`: a member with no partition (more members than partitions); `failed`: stopped by an error, starting
+ *   again after a backoff (`error` says why); `stopped`: stopped for good (subscription or cluster removed).
+ */
+export type ConsumerState = 'starting' | 'assigned' | 'joined' | 'failed' | 'stopped';
+
+export interface PartitionStatus {
+  partition: number;
+  /** The next offset to read (one past the last record enqueued); undefined before the first batch. */
+  position?: string | undefined;
+  highWatermark?: string | undefined;
+  lag?: number | undefined;
+  inflight: number;
+  paused: boolean;
+}
+
+export interface ConsumerStatus {
+  subscriptionId: string;
+  groupId: string;
+  topic: string;
+  state: ConsumerState;
+  memberId?: string | undefined;
+  partitions: PartitionStatus[];
+  error?: { message: string; at: string } | undefined;
+}
+
+/** Chunks of a batch enqueued in one commit. */
+const ENQUEUE_CHUNK = 500;
+
+/**
+ * One subscription's Kafka consumer on this node. It joins the subscription's consumer group (every node does; Kafka
+ * spreads the topic's partitions over them) and turns each record of its partitions into an invocation:
+ *
+ * 1. the records of a batch become invocation requests with ids derived from (group, topic, partition, offset);
+ * 2. they are queued for their partitions' owners in one commit (`Engine.enqueue`), in offset order;
+ * 3. only then is the next offset committed to Kafka.
+ *
+ * A crash between 2 and 3 redelivers records whose invocations exist: their derived ids admit nothing new. A partition
+ * with `maxInflightPerPartition` unfinished invocations is paused until some finish. Every failure (an unreachable
+ * broker, a missing topic, bad credentials, PostgreSQL away) is logged, counted, shown in `status()` and retried with
+ * backoff; none stops the process.
+ */
+export class SubscriptionConsumer {
+  private state: ConsumerState = 'starting';
+  private consumer: Consumer | undefined;
+  private stopping = false;
+  private memberId: string | undefined;
+  private error: { message: string; at: string } | undefined;
+  private readonly partitions = new Map<number, PartitionStatus>();
+  /** Invocation ids enqueued per topic partition and not known to be finished. */
+  private readonly inflight = new Map<number, Set<string>>();
+  private readonly pausedPartitions = new Set<number>();
+  private backpressureTimer: NodeJS.Timeout | undefined;
+  private wake: (() => void) | undefined;
+  private running: Promise<void> | undefined;
+  private readonly log: Logger;
+  private readonly groupId: string;
+
+  constructor(
+    readonly subscription: SubscriptionSchema,
+    readonly cluster: KafkaClusterSchema,
+    private readonly deps: ConsumerDeps,
+  ) {
+    this.groupId = subscription.options['group.id'] ?? subscription.id;
+    this.log = deps.logger.child({
+      component: 'kafka',
+      'subscription.id': subscription.id,
+      'kafka.group': this.groupId,
+      'kafka.topic': subscription.topic,
+    });
+  }
+
+  start(): void {
+    this.running ??= this.loop();
+  }
+
+  /** Leaves the group (committed offsets stay) and stops for good. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.wake?.();
+    if (this.backpressureTimer !== undefined) clearTimeout(this.backpressureTimer);
+    await this.consumer?.disconnect().catch(() => undefined);
+    await this.running;
+    this.state = 'stopped';
+    const labels = { subscription: this.subscription.id };
+    this.deps.metrics.kafkaPausedPartitions.remove(labels);
+    for (const partition of this.partitions.keys()) this.forgetPartitionMetrics(partition);
+  }
+
+  status(): ConsumerStatus {
+    return {
+      subscriptionId: this.subscription.id,
+      groupId: this.groupId,
+      topic: this.subscription.topic,
+      state: this.state,
+      memberId: this.memberId,
+      partitions: [...this.partitions.values()]
+        .sort((a, b) => a.partition - b.partition)
+        .map((p) => ({ ...p, inflight: this.inflight.get(p.partition)?.size ?? 0 })),
+      error: this.error,
+    };
+  }
+
+  private async loop(): Promise<void> {
+    let delay = this.deps.options.retryMinMs;
+    while (!this.stopping) {
+      const began = Date.now();
+      try {
+        await this.runOnce();
+      } catch (err) {
+        if (this.stopping) break;
+        this.fail(err instanceof KafkaSettingsError ? 'settings' : 'connect', err);
+      }
+      if (this.stopping) break;
+      // A consumer that ran for a while before failing starts again soon; one that keeps failing waits longer.
+      if (Date.now() - began > this.deps.options.retryMaxMs) delay = this.deps.options.retryMinMs;
+      this.log.info({ retryInMs: delay }, 'Kafka consumer starts again after a backoff');
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, delay);
+        this.wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.wake = undefined;
+      delay = Math.min(delay * 2, this.deps.options.retryMaxMs);
+    }
+  }
+
+  private fail(kind: string, err: unknown): void {
+    const message = describe(err);
+    this.state = 'failed';
+    this.error = { message, at: new Date().toISOString() };
+    this.deps.metrics.kafkaConsumerErrors.inc({ subscription: this.subscription.id, kind });
+    this.log.warn({ err: message, kind }, `Kafka consumer of subscription ${this.subscription.id} failed: ${message}`);
+  }
+
+  /** Connects, joins and consumes until the consumer crashes (rejects) or is stopped (resolves). */
+  private async runOnce(): Promise<void> {
+    this.state = 'starting';
+    this.partitions.clear();
+    this.inflight.clear();
+    this.pausedPartitions.clear();
+    const settings = consumerSettings(this.cluster, this.subscription);
+    if (settings.ignored.length > 0) {
+      this.log.info({ properties: settings.ignored }, 'Kafka properties not used by Ratchet’s Kafka client');
+    }
+    const kafka = new Kafka({
+      ...settings.client,
+      logLevel: logLevel.INFO,
+      logCreator: () => (entry) => this.kafkajsLog(entry),
+      retry: { initialRetryTime: 300, retries: 5 },
+    });
+    const consumer = kafka.consumer({
+      ...settings.consumer,
+      // A crash ends this run; `loop` starts a fresh consumer after a backoff, with the failure in the status.
+      retry: { initialRetryTime: 300, retries: 5, restartOnFailure: () => Promise.resolve(false) },
+    });
+    this.consumer = consumer;
+    const crashed = new Promise<never>((_, reject) => {
+      consumer.on(consumer.events.CRASH, (e) => reject(e.payload.error));
+    });
+    crashed.catch(() => undefined);
+    consumer.on(consumer.events.GROUP_JOIN, (e) => {
+      const assigned = e.payload.memberAssignment[this.subscription.topic] ?? [];
+      this.memberId = e.payload.memberId;
+      this.onAssigned(assigned);
+    });
+    consumer.on(consumer.events.REBALANCING, () => {
+      if (this.state === 'assigned' || this.state === 'joined') this.state = 'starting';
+    });
+    try {
+      if (this.stopping) return;
+      await consumer.connect();
+      await consumer.subscribe({ topics: [this.subscription.topic], fromBeginning: settings.fromBeginning });
+      await consumer.run({
+        autoCommit: false,
+        eachBatchAutoResolve: false,
+        partitionsConsumedConcurrently: 16,
+        eachBatch: (payload) => this.onBatch(payload),
+      });
+      this.error = undefined;
+      await Promise.race([crashed, new Promise<void>((resolve) => consumer.on(consumer.events.STOP, () => resolve()))]);
+    } finally {
+      await consumer.disconnect().catch(() => undefined);
+      if (this.consumer === consumer) this.consumer = undefined;
+    }
+  }
+
+  private onAssigned(assigned: number[]): void {
+    const now = new Set(assigned);
+    for (const partition of [...this.partitions.keys()]) {
+      if (now.has(partition)) continue;
+      this.partitions.delete(partition);
+      this.inflight.delete(partition);
+      this.pausedPartitions.delete(partition);
+      this.forgetPartitionMetrics(partition);
+    }
+    for (const partition of assigned) {
+      if (!this.partitions.has(partition)) this.partitions.set(partition, { partition, inflight: 0, paused: false });
+    }
+    this.state = assigned.length > 0 ? 'assigned' : 'joined';
+    this.error = undefined;
+    this.deps.metrics.kafkaPausedPartitions.set({ subscription: this.subscription.id }, this.pausedPartitions.size);
+    this.log.info(
+      { partitions: [...assigned].sort((a, b) => a - b), memberId: this.memberId },
+      assigned.length > 0
+        ? `Kafka consumer joined group ${this.groupId} with ${assigned.length} partition(s) of ${this.subscription.topic}`
+        : `Kafka consumer joined group ${this.groupId} without partitions (more members than partitions)`,
+    );
+  }
+
+  private async onBatch(payload: EachBatchPayload): Promise<void> {
+    const { batch } = payload;
+    const partition = batch.partition;
+    const source: RecordSource = {
+      subscriptionId: this.subscription.id,
+      groupId: this.groupId,
+      topic: batch.topic,
+      partition,
+    };
+    const labels = { subscription: this.subscription.id };
+    let status = this.partitions.get(partition);
+    if (status === undefined) {
+      status = { partition, inflight: 0, paused: false };
+      this.partitions.set(partition, status);
+    }
+    status.highWatermark = batch.highWatermark;
+    let index = 0;
+    while (index < batch.messages.length) {
+      if (!payload.isRunning() || payload.isStale() || this.stopping) return;
+      const pending = this.inflight.get(partition) ?? new Set<string>();
+      this.inflight.set(partition, pending);
+      const room = this.deps.options.maxInflightPerPartition - pending.size;
+      if (room <= 0) {
+        await this.refreshInflight(partition);
+        if (pending.size >= this.deps.options.maxInflightPerPartition) {
+          this.pausePartition(batch, payload);
+          return;
+        }
+        continue;
+      }
+      const sink = this.deps.sink(this.subscription);
+      if (sink === undefined) {
+        // The sink's service is gone (its deployment removed): nothing is committed, so the records wait for it.
+        throw new Error(
+          `the sink ${this.subscription.sink} is not registered: records of ${batch.topic} wait until it is again`,
+        );
+      }
+      const chunk = batch.messages.slice(index, index + Math.min(room, ENQUEUE_CHUNK));
+      const requests: AcceptRequest[] = [];
+      for (const message of chunk) {
+        const verdict = recordToRequest(sink, source, message);
+        if ('request' in verdict) {
+          requests.push(verdict.request);
+        } else {
+          this.deps.metrics.kafkaRecords.inc({ ...labels, outcome: 'rejected' });
+          this.log.warn(
+            { 'kafka.partition': partition, 'kafka.offset': message.offset },
+            `Kafka record rejected: ${verdict.rejected}; it is skipped and the partition goes on`,
+          );
+        }
+      }
+      this.deps.metrics.kafkaRecords.inc({ ...labels, outcome: 'consumed' }, chunk.length);
+      const enqueued = await this.enqueueWithRetry(requests, payload);
+      if (enqueued === undefined) return;
+      for (const e of enqueued) pending.add(e.id);
+      this.deps.metrics.kafkaRecords.inc({ ...labels, outcome: 'enqueued' }, enqueued.length);
+      const last = chunk[chunk.length - 1]!.offset;
+      const next = (BigInt(last) + 1n).toString();
+      payload.resolveOffset(last);
+      // Stored: now Kafka may forget these records for this group.
+      try {
+        await payload.commitOffsetsIfNecessary({
+          topics: [{ topic: batch.topic, partitions: [{ partition, offset: next }] }],
+        });
+      } catch (err) {
+        this.deps.metrics.kafkaConsumerErrors.inc({ ...labels, kind: 'commit' });
+        throw err;
+      }
+      status.position = next;
+      status.lag = Math.max(0, Number(BigInt(batch.highWatermark) - BigInt(next)));
+      this.deps.metrics.kafkaLag.set(this.partitionLabels(partition), status.lag);
+      this.deps.metrics.kafkaInflight.set(this.partitionLabels(partition), pending.size);
+      index += chunk.length;
+    }
+  }
+
+  /** Queues the requests; while PostgreSQL is away, waits and tries again (heartbeating, so the group keeps us). */
+  private async enqueueWithRetry(
+    requests: AcceptRequest[],
+    payload: EachBatchPayload,
+  ): Promise<EnqueueResult[] | undefined> {
+    let delay = 200;
+    for (;;) {
+      try {
+        return await this.deps.engine.enqueue(requests);
+      } catch (err) {
+        this.deps.metrics.kafkaConsumerErrors.inc({ subscription: this.subscription.id, kind: 'enqueue' });
+        this.log.warn({ err: describe(err) }, 'Kafka records could not be stored as invocations; trying again');
+        await new Promise((r) => setTimeout(r, delay));
+        delay = Math.min(delay * 2, 5_000);
+        if (!payload.isRunning() || payload.isStale() || this.stopping) return undefined;
+        await payload.heartbeat();
+      }
+    }
+  }
+
+  private pausePartition(batch: Batch, payload: EachBatchPayload): void {
+    payload.pause();
+    this.pausedPartitions.add(batch.partition);
+    const status = this.partitions.get(batch.partition);
+    if (status !== undefined) status.paused = true;
+    this.deps.metrics.kafkaPausedPartitions.set({ subscription: this.subscription.id }, this.pausedPartitions.size);
+    this.log.info(
+      { 'kafka.partition': batch.partition, inflight: this.inflight.get(batch.partition)?.size },
+      'Kafka partition paused: too many of its records are still being handled',
+    );
+    this.scheduleBackpressureCheck();
+  }
+
+  private scheduleBackpressureCheck(): void {
+    if (this.backpressureTimer !== undefined || this.stopping) return;
+    this.backpressureTimer = setTimeout(() => {
+      this.backpressureTimer = undefined;
+      void this.checkPaused();
+    }, this.deps.options.backpressureCheckMs);
+  }
+
+  private async checkPaused(): Promise<void> {
+    for (const partition of [...this.pausedPartitions]) {
+      try {
+        await this.refreshInflight(partition);
+      } catch (err) {
+        this.log.debug({ err: describe(err) }, 'could not check unfinished Kafka invocations; checking again');
+        continue;
+      }
+      const size = this.inflight.get(partition)?.size ?? 0;
+      if (size >= this.deps.options.maxInflightPerPartition) continue;
+      this.pausedPartitions.delete(partition);
+      const status = this.partitions.get(partition);
+      if (status !== undefined) status.paused = false;
+      this.consumer?.resume([{ topic: this.subscription.topic, partitions: [partition] }]);
+      this.log.info({ 'kafka.partition': partition, inflight: size }, 'Kafka partition resumed');
+    }
+    this.deps.metrics.kafkaPausedPartitions.set({ subscription: this.subscription.id }, this.pausedPartitions.size);
+    if (this.pausedPartitions.size > 0) this.scheduleBackpressureCheck();
+  }
+
+  private async refreshInflight(partition: number): Promise<void> {
+    const pending = this.inflight.get(partition);
+    if (pending === undefined || pending.size === 0) return;
+    const unfinished = new Set(await this.deps.engine.unfinished([...pending]));
+    for (const id of pending) if (!unfinished.has(id)) pending.delete(id);
+    this.deps.metrics.kafkaInflight.set(this.partitionLabels(partition), pending.size);
+  }
+
+  private partitionLabels(partition: number): { subscription: string; topic: string; partition: string } {
+    return { subscription: this.subscription.id, topic: this.subscription.topic, partition: String(partition) };
+  }
+
+  private forgetPartitionMetrics(partition: number): void {
+    this.deps.metrics.kafkaLag.remove(this.partitionLabels(partition));
+    this.deps.metrics.kafkaInflight.remove(this.partitionLabels(partition));
+  }
+
+  /** kafkajs's own lines, through pino: errors and warnings as warnings, the rest at debug. */
+  private kafkajsLog(entry: LogEntry): void {
+    const { message, ...rest } = entry.log;
+    const fields = { kafkajs: entry.namespace, ...rest };
+    if (entry.level === logLevel.ERROR || entry.level === logLevel.WARN) this.log.warn(fields, `kafkajs: ${message}`);
+    else this.log.debug(fields, `kafkajs: ${message}`);
+  }
+}
+
+function describe(err: unknown): string {
+  if (err instanceof Error) {
+    const cause = (err as { cause?: unknown }).cause;
+    return cause instanceof Error && !err.message.includes(cause.message)
+      ? `${err.message} (${cause.message})`
+      : err.message;
+  }
+  return String(err);
+}
