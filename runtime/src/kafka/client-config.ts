@@ -91,9 +91,15 @@ export function consumerSettings(cluster: KafkaClusterSchema, subscription: Subs
     .split(',')
     .map((s) => s.trim().replace(/^[A-Za-z_]+:\/\//, ''))
     .filter((s) => s !== '');
+  if (brokers.length === 0) {
+    throw new KafkaSettingsError(`'bootstrap.servers' of Kafka cluster '${cluster.name}' lists no broker`);
+  }
   for (const b of brokers) {
-    if (!/^(\[[0-9A-Fa-f:.]+\]|[^:\s/]+):\d{1,5}$/.test(b)) {
-      throw new KafkaSettingsError(`'bootstrap.servers' of Kafka cluster '${cluster.name}': '${b}' is not host:port`);
+    const port = /^(\[[0-9A-Fa-f:.]+\]|[^:\s/]+):(\d{1,5})$/.exec(b)?.[2];
+    if (port === undefined || Number(port) < 1 || Number(port) > 65535) {
+      throw new KafkaSettingsError(
+        `'bootstrap.servers' of Kafka cluster '${cluster.name}': '${b}' is not host:port (port 1 to 65535)`,
+      );
     }
   }
 
@@ -113,8 +119,8 @@ export function consumerSettings(cluster: KafkaClusterSchema, subscription: Subs
   for (const [name, target] of Object.entries(NUMERIC)) {
     const raw = get(name);
     if (raw === undefined) continue;
-    const n = Number(raw);
-    if (!Number.isSafeInteger(n) || n < 0) {
+    const n = /^\d+$/.test(raw) ? Number(raw) : NaN;
+    if (!Number.isSafeInteger(n)) {
       throw new KafkaSettingsError(`'${name}' is '${raw}': it must be a whole number (milliseconds or bytes)`);
     }
     if (target.client !== undefined) (client as unknown as Record<string, number>)[target.client] = n;
@@ -159,12 +165,12 @@ function tlsOptions(get: (name: string) => string | undefined): ConnectionOption
   if (key !== undefined) tls.key = key;
   const passphrase = get('ssl.key.password');
   if (passphrase !== undefined) tls.passphrase = passphrase;
-  const verify = get('enable.ssl.certificate.verification')?.toLowerCase();
+  const verify = get('enable.ssl.certificate.verification');
   if (verify !== undefined) {
-    if (verify !== 'true' && verify !== 'false') {
+    if (verify.toLowerCase() !== 'true' && verify.toLowerCase() !== 'false') {
       throw new KafkaSettingsError(`'enable.ssl.certificate.verification' is '${verify}': use true or false`);
     }
-    tls.rejectUnauthorized = verify === 'true';
+    tls.rejectUnauthorized = verify.toLowerCase() === 'true';
   }
   // librdkafka checks the broker's host name only with `ssl.endpoint.identification.algorithm=https` (its default
   // since 1.9); `none` turns the check off.
@@ -175,22 +181,20 @@ function tlsOptions(get: (name: string) => string | undefined): ConnectionOption
 }
 
 function saslOptions(get: (name: string) => string | undefined): SASLOptions {
-  const mechanism = (get('sasl.mechanism') ?? get('sasl.mechanisms') ?? 'PLAIN').toUpperCase();
+  const given = get('sasl.mechanism') ?? get('sasl.mechanisms') ?? 'PLAIN';
+  const mechanisms = { PLAIN: 'plain', 'SCRAM-SHA-256': 'scram-sha-256', 'SCRAM-SHA-512': 'scram-sha-512' } as const;
+  const mechanism = mechanisms[given.toUpperCase() as keyof typeof mechanisms] as
+    | (typeof mechanisms)[keyof typeof mechanisms]
+    | undefined;
+  if (mechanism === undefined) {
+    throw new KafkaSettingsError(
+      `'sasl.mechanism' is '${given}': Ratchet's Kafka client supports PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512`,
+    );
+  }
   const username = get('sasl.username');
   const password = get('sasl.password');
   if (username === undefined || password === undefined) {
-    throw new KafkaSettingsError(`SASL ${mechanism} needs 'sasl.username' and 'sasl.password'`);
+    throw new KafkaSettingsError(`SASL ${given.toUpperCase()} needs 'sasl.username' and 'sasl.password'`);
   }
-  switch (mechanism) {
-    case 'PLAIN':
-      return { mechanism: 'plain', username, password };
-    case 'SCRAM-SHA-256':
-      return { mechanism: 'scram-sha-256', username, password };
-    case 'SCRAM-SHA-512':
-      return { mechanism: 'scram-sha-512', username, password };
-    default:
-      throw new KafkaSettingsError(
-        `'sasl.mechanism' is '${mechanism}': Ratchet's Kafka client supports PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512`,
-      );
-  }
+  return { mechanism, username, password };
 }
