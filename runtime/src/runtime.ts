@@ -13,6 +13,7 @@ import { formatBindAddress, type BindAddress } from './config/bind-address.ts';
 import { RetentionCleaner } from './storage/pg/retention-cleaner.ts';
 import { Engine } from './engine/engine.ts';
 import { KafkaSubscriptions } from './kafka/subscriptions.ts';
+import { PgConsumerStatusStore } from './storage/pg/tables/kafka-consumers.ts';
 import { Invoker } from './invoker/invoker.ts';
 import { PgStorage } from './storage/pg/storage.ts';
 import { buildIngressApp } from './ingress/app.ts';
@@ -330,6 +331,26 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
       return Promise.resolve();
     });
 
+    // Every node consumes every subscription's topic (Kafka spreads the partitions over the nodes' consumers); the
+    // records' invocations are queued for their partitions' owners. Started once this node serves its share.
+    const kafka = new KafkaSubscriptions({
+      registry,
+      engine,
+      logger,
+      metrics,
+      node: config.nodeName,
+      statusStore: new PgConsumerStatusStore(pool),
+      reportIntervalMs: 2_000,
+      options: {
+        maxInflightPerPartition: config.kafka.maxInflightPerPartition,
+        backpressureCheckMs: 500,
+        retryMinMs: 1_000,
+        retryMaxMs: 30_000,
+        lagRefreshMs: 5_000,
+      },
+    });
+    cleanups.push(() => kafka.stop());
+
     const ingressAddress = formatBindAddress(config.ingress.bind);
     const ingress = buildIngressApp({
       engine,
@@ -352,6 +373,7 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
       queries,
       auth,
       router,
+      subscriptionStatus: (id) => kafka.status(id),
       clusterHealth: async () => {
         await cluster?.refresh();
         const view = cluster?.current() ?? { nodes: [], leases: [] };
@@ -443,22 +465,7 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
     cluster = coordinator;
     const started = coordinator;
     await started.start();
-    // Every node consumes every subscription's topic (Kafka spreads the partitions over the nodes' consumers); the
-    // records' invocations are queued for their partitions' owners. Started once this node serves its share.
-    const kafka = new KafkaSubscriptions({
-      registry,
-      engine,
-      logger,
-      metrics,
-      options: {
-        maxInflightPerPartition: config.kafka.maxInflightPerPartition,
-        backpressureCheckMs: 500,
-        retryMinMs: 1_000,
-        retryMaxMs: 30_000,
-      },
-    });
     kafka.start();
-    cleanups.push(() => kafka.stop());
     logger.info(
       {
         ingress: formatBindAddress(ingressBound),

@@ -13,6 +13,7 @@ import type { RegisterDeployment } from '../schema/register.ts';
 import type { SchemaRegistry } from '../schema/registry.ts';
 import { RequestExtractionError, UnsupportedAdminApiVersionError } from './errors.ts';
 import type { ClusterHealthResponse } from './model/cluster-health.ts';
+import type { SubscriptionStatusResponse } from './model/subscriptions.ts';
 import type { ErrorDescriptionResponse } from './model/errors.ts';
 import { buildAdminOpenApi, type RouteInfo } from './openapi/document.ts';
 import { sendJson } from './reply.ts';
@@ -26,7 +27,7 @@ import { metaRoutes } from './routes/meta.ts';
 import { openApiRoutes } from './routes/openapi.ts';
 import { queryRoutes } from './routes/query.ts';
 import { serviceRoutes } from './routes/services.ts';
-import { subscriptionRoutes } from './routes/subscriptions.ts';
+import { subscriptionRoutes, subscriptionStatusRoutes } from './routes/subscriptions.ts';
 
 /**
  * The admin API (restate-server 1.7.12 compatible). Every route is served at the root and under `/v2`, `/v3` and
@@ -55,6 +56,8 @@ export interface AdminDeps {
   auth?: Authenticator | undefined;
   /** Sends requests for partitions other nodes own to them; without it such requests are answered 503. */
   router?: RequestRouter | undefined;
+  /** `GET /subscriptions/{id}/status` (the Kafka consumers); without it the route is not served. */
+  subscriptionStatus?: ((id: string) => Promise<SubscriptionStatusResponse | undefined>) | undefined;
   /** `GET /cluster-health` and the nodes behind it; without it the route is not served. */
   clusterHealth?: (() => Promise<ClusterHealthResponse>) | undefined;
 }
@@ -169,6 +172,7 @@ export function buildAdminApp(deps: AdminDeps): FastifyInstance {
         if (deps.engine !== undefined) invocationRoutes(deps.engine)(scope, ctx);
         if (deps.queries !== undefined) queryRoutes(deps.queries)(scope, ctx);
         if (deps.clusterHealth !== undefined) clusterRoutes(deps.clusterHealth)(scope, ctx);
+        if (deps.subscriptionStatus !== undefined) subscriptionStatusRoutes(deps.subscriptionStatus)(scope, ctx);
         done();
       },
       { prefix },

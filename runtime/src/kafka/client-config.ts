@@ -184,8 +184,7 @@ function saslOptions(get: (name: string) => string | undefined): SASLOptions {
   const given = get('sasl.mechanism') ?? get('sasl.mechanisms') ?? 'PLAIN';
   const mechanisms = { PLAIN: 'plain', 'SCRAM-SHA-256': 'scram-sha-256', 'SCRAM-SHA-512': 'scram-sha-512' } as const;
   const mechanism = mechanisms[given.toUpperCase() as keyof typeof mechanisms] as
-    | (typeof mechanisms)[keyof typeof mechanisms]
-    | undefined;
+    (typeof mechanisms)[keyof typeof mechanisms] | undefined;
   if (mechanism === undefined) {
     throw new KafkaSettingsError(
       `'sasl.mechanism' is '${given}': Ratchet's Kafka client supports PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512`,

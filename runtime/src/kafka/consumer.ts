@@ -1,10 +1,11 @@
-import { Kafka, logLevel, type Batch, type Consumer, type EachBatchPayload, type LogEntry } from 'kafkajs';
+import { Kafka, logLevel, type Admin, type Batch, type Consumer, type EachBatchPayload, type LogEntry } from 'kafkajs';
 import type { Logger } from 'pino';
 import type { AcceptRequest, EnqueueResult } from '../engine/types.ts';
 import type { KafkaClusterSchema, SubscriptionSchema } from '../schema/types.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { consumerSettings, KafkaSettingsError } from './client-config.ts';
 import { recordToRequest, type RecordSource, type Sink } from './records.ts';
+import type { ConsumerState, ConsumerStatus, PartitionStatus } from './status.ts';
 
 /** What a consumer needs of the engine: queue invocations on any node, and ask which are still unfinished. */
 export interface KafkaEngine {
@@ -20,6 +21,8 @@ export interface ConsumerOptions {
   /** First and longest wait before a failed consumer starts again (doubling in between). */
   retryMinMs: number;
   retryMaxMs: number;
+  /** How often the lag of assigned partitions is read from the brokers (also of partitions without new records). */
+  lagRefreshMs: number;
 }
 
 export interface ConsumerDeps {
@@ -29,33 +32,6 @@ export interface ConsumerDeps {
   logger: Logger;
   metrics: Metrics;
   options: ConsumerOptions;
-}
-
-/**
- * - `starting`: connecting, joining the group; `assigned`: a member of the group with partitions to read;
- * - `joined`: a member with no partition (more members than partitions); `failed`: stopped by an error, starting
- *   again after a backoff (`error` says why); `stopped`: stopped for good (subscription or cluster removed).
- */
-export type ConsumerState = 'starting' | 'assigned' | 'joined' | 'failed' | 'stopped';
-
-export interface PartitionStatus {
-  partition: number;
-  /** The next offset to read (one past the last record enqueued); undefined before the first batch. */
-  position?: string | undefined;
-  highWatermark?: string | undefined;
-  lag?: number | undefined;
-  inflight: number;
-  paused: boolean;
-}
-
-export interface ConsumerStatus {
-  subscriptionId: string;
-  groupId: string;
-  topic: string;
-  state: ConsumerState;
-  memberId?: string | undefined;
-  partitions: PartitionStatus[];
-  error?: { message: string; at: string } | undefined;
 }
 
 /** Chunks of a batch enqueued in one commit. */
@@ -85,6 +61,8 @@ export class SubscriptionConsumer {
   private readonly inflight = new Map<number, Set<string>>();
   private readonly pausedPartitions = new Set<number>();
   private backpressureTimer: NodeJS.Timeout | undefined;
+  private lagTimer: NodeJS.Timeout | undefined;
+  private fromBeginning = false;
   private wake: (() => void) | undefined;
   private running: Promise<void> | undefined;
   private readonly log: Logger;
@@ -113,6 +91,7 @@ export class SubscriptionConsumer {
     this.stopping = true;
     this.wake?.();
     if (this.backpressureTimer !== undefined) clearTimeout(this.backpressureTimer);
+    if (this.lagTimer !== undefined) clearTimeout(this.lagTimer);
     await this.consumer?.disconnect().catch(() => undefined);
     await this.running;
     this.state = 'stopped';
@@ -191,6 +170,8 @@ export class SubscriptionConsumer {
       retry: { initialRetryTime: 300, retries: 5, restartOnFailure: () => Promise.resolve(false) },
     });
     this.consumer = consumer;
+    this.fromBeginning = settings.fromBeginning;
+    const admin = kafka.admin({ retry: { initialRetryTime: 300, retries: 2 } });
     const crashed = new Promise<never>((_, reject) => {
       consumer.on(consumer.events.CRASH, (e) => reject(e.payload.error));
     });
@@ -214,10 +195,55 @@ export class SubscriptionConsumer {
         eachBatch: (payload) => this.onBatch(payload),
       });
       this.error = undefined;
+      await admin.connect();
+      this.scheduleLagRefresh(admin);
       await Promise.race([crashed, new Promise<void>((resolve) => consumer.on(consumer.events.STOP, () => resolve()))]);
     } finally {
+      if (this.lagTimer !== undefined) clearTimeout(this.lagTimer);
+      this.lagTimer = undefined;
       await consumer.disconnect().catch(() => undefined);
+      await admin.disconnect().catch(() => undefined);
       if (this.consumer === consumer) this.consumer = undefined;
+    }
+  }
+
+  private scheduleLagRefresh(admin: Admin): void {
+    if (this.stopping) return;
+    this.lagTimer = setTimeout(() => {
+      void this.refreshLag(admin).finally(() => {
+        if (this.lagTimer !== undefined) this.scheduleLagRefresh(admin);
+      });
+    }, this.deps.options.lagRefreshMs);
+    this.lagTimer.unref();
+  }
+
+  /**
+   * The lag of every assigned partition from the brokers' high watermarks: against the position this consumer
+   * reached, or, for a partition it has read nothing of yet, the group's committed offset (none committed: the
+   * whole partition when the group starts at the beginning, nothing when at the end).
+   */
+  private async refreshLag(admin: Admin): Promise<void> {
+    if (this.partitions.size === 0) return;
+    try {
+      const topic = this.subscription.topic;
+      const [watermarks, committed] = await Promise.all([
+        admin.fetchTopicOffsets(topic),
+        admin.fetchOffsets({ groupId: this.groupId, topics: [topic] }),
+      ]);
+      const committedOf = new Map(
+        (committed.find((t) => t.topic === topic)?.partitions ?? []).map((p) => [p.partition, p.offset]),
+      );
+      for (const w of watermarks) {
+        const status = this.partitions.get(w.partition);
+        if (status === undefined) continue;
+        status.highWatermark = w.high;
+        const at = status.position ?? committedOf.get(w.partition);
+        const from = at !== undefined && at !== '-1' ? at : this.fromBeginning ? w.low : w.high;
+        status.lag = Math.max(0, Number(BigInt(w.high) - BigInt(from)));
+        this.deps.metrics.kafkaLag.set(this.partitionLabels(w.partition), status.lag);
+      }
+    } catch (err) {
+      this.log.debug({ err: describe(err) }, 'could not read the lag of the Kafka partitions');
     }
   }
 
@@ -398,12 +424,13 @@ export class SubscriptionConsumer {
     this.deps.metrics.kafkaInflight.remove(this.partitionLabels(partition));
   }
 
-  /** kafkajs's own lines, through pino: errors and warnings as warnings, the rest at debug. */
+  /**
+   * kafkajs's own lines, through pino at debug: they repeat for every retry of every connection, and what comes of
+   * them is this consumer's own warning (failed, and why) and its status.
+   */
   private kafkajsLog(entry: LogEntry): void {
     const { message, ...rest } = entry.log;
-    const fields = { kafkajs: entry.namespace, ...rest };
-    if (entry.level === logLevel.ERROR || entry.level === logLevel.WARN) this.log.warn(fields, `kafkajs: ${message}`);
-    else this.log.debug(fields, `kafkajs: ${message}`);
+    this.log.debug({ kafkajs: entry.namespace, kafkajsLevel: entry.level, ...rest }, `kafkajs: ${message}`);
   }
 }
 

@@ -2,8 +2,9 @@ import type { Logger } from 'pino';
 import type { SchemaRegistry } from '../schema/registry.ts';
 import type { KafkaClusterSchema, SubscriptionSchema } from '../schema/types.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
-import { SubscriptionConsumer, type ConsumerOptions, type ConsumerStatus, type KafkaEngine } from './consumer.ts';
+import { SubscriptionConsumer, type ConsumerOptions, type KafkaEngine } from './consumer.ts';
 import type { Sink } from './records.ts';
+import { summarize, type ConsumerStatus, type ConsumerStatusStore, type SubscriptionStatus } from './status.ts';
 
 export interface KafkaSubscriptionsDeps {
   registry: SchemaRegistry;
@@ -11,6 +12,12 @@ export interface KafkaSubscriptionsDeps {
   logger: Logger;
   metrics: Metrics;
   options: ConsumerOptions;
+  /** This node's name: its consumers' reports are filed under it. */
+  node: string;
+  /** Where consumers' states are reported for the whole cluster; without it only this node's are known. */
+  statusStore?: ConsumerStatusStore | undefined;
+  /** How often this node reports its consumers (and a report older than three of these is stale). */
+  reportIntervalMs: number;
 }
 
 /** What a consumer was started with: a change to any of it starts a new consumer. */
@@ -40,20 +47,64 @@ export class KafkaSubscriptions {
   start(): void {
     this.unsubscribe = this.deps.registry.onChange(() => this.reconcile());
     this.reconcile();
+    this.scheduleReport();
   }
 
-  /** Every consumer of this node leaves its group. */
+  /** Every consumer of this node leaves its group; its reports are withdrawn. */
   async stop(): Promise<void> {
     this.stopped = true;
     this.unsubscribe?.();
+    if (this.reportTimer !== undefined) clearTimeout(this.reportTimer);
     const all = [...this.consumers.values()].map(({ consumer }) => consumer.stop());
     this.consumers.clear();
     await Promise.all([...all, ...this.stopping]);
+    await this.reporting;
+    await this.deps.statusStore
+      ?.forget(this.deps.node)
+      .catch((err: unknown) => this.log.debug({ err }, 'could not withdraw the Kafka consumer reports'));
   }
 
-  /** This node's consumers, by subscription id. */
-  status(): ConsumerStatus[] {
+  /** This node's consumers. */
+  local(): ConsumerStatus[] {
     return [...this.consumers.values()].map(({ consumer }) => consumer.status());
+  }
+
+  /**
+   * A subscription's consumers on every node (from the reports; this node's own as they are now) and whether it
+   * consumes; undefined when there is no such subscription.
+   */
+  async status(subscriptionId: string): Promise<SubscriptionStatus | undefined> {
+    const subscription = this.deps.registry.subscription(subscriptionId);
+    if (subscription === undefined) return undefined;
+    const reported = (await this.deps.statusStore?.read(subscriptionId, this.deps.reportIntervalMs * 3)) ?? [];
+    const mine = this.consumers.get(subscriptionId)?.consumer.status();
+    const consumers = reported.filter((c) => c.node !== this.deps.node);
+    if (mine !== undefined) consumers.push({ ...mine, node: this.deps.node, updatedAt: new Date().toISOString() });
+    consumers.sort((a, b) => a.node.localeCompare(b.node));
+    const groupId = subscription.options['group.id'] ?? subscription.id;
+    return summarize(subscriptionId, groupId, subscription.topic, consumers);
+  }
+
+  private reportTimer: NodeJS.Timeout | undefined;
+  private reporting: Promise<void> | undefined;
+
+  private scheduleReport(): void {
+    if (this.stopped || this.deps.statusStore === undefined) return;
+    this.reportTimer = setTimeout(() => {
+      this.reporting = this.report().finally(() => {
+        this.reporting = undefined;
+        this.scheduleReport();
+      });
+    }, this.deps.reportIntervalMs);
+    this.reportTimer.unref();
+  }
+
+  private async report(): Promise<void> {
+    try {
+      await this.deps.statusStore?.report(this.deps.node, this.local());
+    } catch (err) {
+      this.log.debug({ err }, 'could not report the Kafka consumers; trying again');
+    }
   }
 
   private reconcile(): void {

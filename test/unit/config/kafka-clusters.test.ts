@@ -33,8 +33,16 @@ function failure(load: () => Config): string {
 }
 
 describe('kafka clusters in the configuration', () => {
-  it('has none by default', () => {
-    expect(loadConfig({ env: {}, cwd: dir }).kafka).toEqual({ clusters: [] });
+  it('has none by default, and pauses a partition at 1000 unfinished records', () => {
+    expect(loadConfig({ env: {}, cwd: dir }).kafka).toEqual({ clusters: [], maxInflightPerPartition: 1000 });
+  });
+
+  it('reads the back-pressure limit, and refuses one that cannot work', () => {
+    const env = { RATCHET_KAFKA_MAX_INFLIGHT_PER_PARTITION: '25' };
+    expect(loadConfig({ env, cwd: dir }).kafka.maxInflightPerPartition).toBe(25);
+    expect(() => loadConfig({ env: { RATCHET_KAFKA_MAX_INFLIGHT_PER_PARTITION: '0' }, cwd: dir })).toThrow(
+      /RATCHET_KAFKA_MAX_INFLIGHT_PER_PARTITION/,
+    );
   });
 
   it('reads [[kafka-clusters]] tables: brokers become metadata.broker.list, nested tables dotted properties', () => {

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { ArrayOf, Component, Nullable, Ref, StringMap } from './json-schema.ts';
+import { ArrayOf, Component, Nullable, OrNull, Ref, StringMap } from './json-schema.ts';
 
 /* Kafka subscriptions: `GET|POST /subscriptions`, `GET|DELETE /subscriptions/{subscription}`. */
 
@@ -42,3 +42,51 @@ export const ListSubscriptionsResponse = Component(
   Type.Object({ subscriptions: ArrayOf(SubscriptionResponse) }),
 );
 export type ListSubscriptionsResponse = Static<typeof ListSubscriptionsResponse>;
+
+const KafkaError = Type.Object({
+  message: Type.String(),
+  at: Type.String({ format: 'date-time' }),
+});
+
+/** `GET /subscriptions/{subscription}/status` (Ratchet): whether the subscription consumes, from every node. */
+export const SubscriptionStatusResponse = Component(
+  'SubscriptionStatusResponse',
+  Type.Object({
+    subscription_id: Ref(SubscriptionId),
+    group_id: Type.String({ description: 'The consumer group (`group.id`; the subscription id by default).' }),
+    topic: Type.String(),
+    ready: Type.Boolean({ description: "Some node's consumer is a member of the group with partitions assigned." }),
+    reason: OrNull(Type.String({ description: 'Why it is not ready.' })),
+    assigned_partitions: Type.Array(Type.Integer({ minimum: 0 })),
+    lag: OrNull(
+      Type.Integer({
+        minimum: 0,
+        description: 'Records of the assigned partitions not yet enqueued (null until each partition read a batch).',
+      }),
+    ),
+    consumers: Type.Array(
+      Type.Object({
+        node: Type.String(),
+        state: Type.Union(['starting', 'assigned', 'joined', 'failed', 'stopped'].map((s) => Type.Literal(s))),
+        member_id: OrNull(Type.String()),
+        partitions: Type.Array(
+          Type.Object({
+            partition: Type.Integer({ minimum: 0 }),
+            position: OrNull(Type.String({ description: 'The next offset to read.' })),
+            high_watermark: OrNull(Type.String()),
+            lag: OrNull(Type.Integer({ minimum: 0 })),
+            inflight: Type.Integer({
+              minimum: 0,
+              description: 'Records enqueued whose invocations have not finished.',
+            }),
+            paused: Type.Boolean({ description: 'Paused by back-pressure (too many unfinished invocations).' }),
+          }),
+        ),
+        error: OrNull(KafkaError),
+        updated_at: Type.String({ format: 'date-time' }),
+      }),
+    ),
+    error: OrNull(KafkaError),
+  }),
+);
+export type SubscriptionStatusResponse = Static<typeof SubscriptionStatusResponse>;

@@ -37,6 +37,7 @@ import {
   ListSubscriptionsQuery,
   ListSubscriptionsResponse,
   SubscriptionResponse,
+  SubscriptionStatusResponse,
 } from '../model/subscriptions.ts';
 import { VersionInformation } from '../model/version.ts';
 
@@ -355,7 +356,8 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     summary: 'Create subscription',
     description:
       'Routes records of `kafka://<cluster>/<topic>` to `service://<service>/<handler>`. Every reason it cannot ' +
-      'work is META0009 (400): bad URIs, unknown cluster, unregistered sink, or a shared handler as sink.',
+      'work is META0009 (400): bad URIs, unknown cluster, unregistered sink. Every runtime node starts consuming at ' +
+      'once (see `GET /subscriptions/{subscription}/status`).',
     body: CreateSubscriptionRequest,
     success: [{ status: '201', description: 'Created', schema: SubscriptionResponse, headers: LOCATION }],
     errors: [...EXTRACTION],
@@ -366,6 +368,18 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     summary: 'Get subscription',
     description: 'One subscription.',
     success: [{ status: '200', description: 'Subscription', schema: SubscriptionResponse }],
+    errors: [400, 404],
+  },
+  'GET /subscriptions/{}/status': {
+    operationId: 'get_subscription_status',
+    tag: 'subscription',
+    summary: 'Subscription consumer status (Ratchet)',
+    description:
+      "Whether the subscription consumes: each runtime node's consumer (its state in the consumer group, the topic " +
+      'partitions it reads with their position, lag, unfinished invocations and back-pressure), the partitions ' +
+      'assigned, the total lag and the last error (an unreachable broker, a missing topic, bad credentials). Any ' +
+      'node answers, from what every node reports every two seconds.',
+    success: [{ status: '200', description: 'Subscription status', schema: SubscriptionStatusResponse }],
     errors: [400, 404],
   },
   'DELETE /subscriptions/{}': {

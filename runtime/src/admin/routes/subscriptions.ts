@@ -4,7 +4,11 @@ import { SubscriptionNotFoundError } from '../../schema/errors.ts';
 import { renderSubscription } from '../../schema/render.ts';
 import { InvalidPathParameterError } from '../errors.ts';
 import { sendJson } from '../reply.ts';
-import { ListSubscriptionsQuery, type SubscriptionParams } from '../model/subscriptions.ts';
+import {
+  ListSubscriptionsQuery,
+  type SubscriptionParams,
+  type SubscriptionStatusResponse,
+} from '../model/subscriptions.ts';
 import { parseCreateSubscriptionRequest, readJsonBody, readQuery } from '../request.ts';
 import type { AdminRoutes } from './context.ts';
 
@@ -22,7 +26,7 @@ function wanted(filter: string | null | undefined, value: string): boolean {
   return filter === undefined || filter === null || filter === value;
 }
 
-/** Kafka subscriptions: the registry only (Ratchet does not consume yet). */
+/** Kafka subscriptions: the registry (every node's consumers follow it). */
 export const subscriptionRoutes: AdminRoutes = (scope, ctx) => {
   scope.get<{ Querystring: unknown }>('/subscriptions', async (req, reply) => {
     const { sink, source } = readQuery(ListSubscriptionsQuery, req.query);
@@ -53,3 +57,17 @@ export const subscriptionRoutes: AdminRoutes = (scope, ctx) => {
     return reply.code(202).send();
   });
 };
+
+/** `GET /subscriptions/{subscription}/status`: the consumers of a subscription on every node (Ratchet). */
+export function subscriptionStatusRoutes(
+  status: (id: string) => Promise<SubscriptionStatusResponse | undefined>,
+): AdminRoutes {
+  return (scope) => {
+    scope.get<{ Params: SubscriptionParams }>('/subscriptions/:subscription/status', async (req, reply) => {
+      const id = subscriptionIdParam(req.params.subscription);
+      const answer = await status(id);
+      if (answer === undefined) throw new SubscriptionNotFoundError(id);
+      return sendJson(reply, answer);
+    });
+  };
+}
