@@ -18,6 +18,7 @@ import {
   type ServiceMetadata,
   type SimpleKafkaClusterResponse,
   type SubscriptionResponse,
+  type SubscriptionStatusResponse,
   type UpdateDeploymentRequest,
   type VersionInformation,
 } from './types.ts';
@@ -277,6 +278,17 @@ class HttpAdminClient implements AdminClient {
     return answer.status === 404 ? undefined : subscriptionInfo(this.parse<SubscriptionResponse>(answer, spec));
   }
 
+  async subscriptionStatus(id: string): Promise<SubscriptionStatusResponse | undefined> {
+    const spec: RequestSpec = {
+      method: 'GET',
+      path: `/subscriptions/${segment(id)}/status`,
+      ok: [200],
+      notFoundIsAnswer: true,
+    };
+    const answer = await this.send(spec);
+    return answer.status === 404 ? undefined : consumerStatus(this.parse<SubscriptionStatusResponse>(answer, spec));
+  }
+
   async createSubscription(req: CreateSubscriptionRequest): Promise<SubscriptionResponse> {
     const body: CreateSubscriptionRequest = { source: req.source, sink: req.sink, ...optionsOf(req) };
     const created = await this.json<SubscriptionResponse>({
@@ -302,6 +314,19 @@ class HttpAdminClient implements AdminClient {
 /** Only the fields the operator compares; `options` as a map even from a runtime that leaves it out. */
 function subscriptionInfo(s: SubscriptionResponse): SubscriptionResponse {
   return { id: s.id, source: s.source, sink: s.sink, options: s.options ?? {} };
+}
+
+/** The lists as lists and the nullable fields as null, even from a runtime that leaves some out. */
+function consumerStatus(s: SubscriptionStatusResponse): SubscriptionStatusResponse {
+  return {
+    ...s,
+    ready: s.ready === true,
+    reason: s.reason ?? null,
+    assigned_partitions: s.assigned_partitions ?? [],
+    lag: s.lag ?? null,
+    consumers: s.consumers ?? [],
+    error: s.error ?? null,
+  };
 }
 
 function optionsOf(req: CreateSubscriptionRequest): Pick<CreateSubscriptionRequest, 'options'> {

@@ -13,6 +13,7 @@ import type { ServiceMetadata } from '../../../runtime/src/admin/model/services.
 import type {
   CreateSubscriptionRequest,
   SubscriptionResponse,
+  SubscriptionStatusResponse,
 } from '../../../runtime/src/admin/model/subscriptions.ts';
 import type { VersionInformation } from '../../../runtime/src/admin/model/version.ts';
 
@@ -31,6 +32,7 @@ export type {
   ServiceMetadata,
   SimpleKafkaClusterResponse,
   SubscriptionResponse,
+  SubscriptionStatusResponse,
   UpdateDeploymentRequest,
   VersionInformation,
 };
@@ -71,6 +73,11 @@ export interface AdminClient {
   deleteKafkaCluster(name: string): Promise<boolean>;
   listSubscriptions(): Promise<SubscriptionResponse[]>;
   getSubscription(id: string): Promise<SubscriptionResponse | undefined>;
+  /**
+   * GET /subscriptions/{id}/status (Ratchet): whether a runtime node's consumer has joined the consumer group with
+   * partitions assigned, the partitions, the lag and the last error; undefined when the subscription does not exist.
+   */
+  subscriptionStatus(id: string): Promise<SubscriptionStatusResponse | undefined>;
   createSubscription(req: CreateSubscriptionRequest): Promise<SubscriptionResponse>;
   deleteSubscription(id: string): Promise<boolean>;
 }

@@ -185,6 +185,55 @@ for (const backend of BACKENDS) {
         expect((await outboxOf(target, 2)).map((r) => r.seq)).toEqual([rows[0]!.seq, rows[2]!.seq]);
       });
 
+      it('queues requests without a lease in the order given, listed in numeric seq order past a digit boundary', async () => {
+        const target = nextId('queued');
+        const requests = Array.from({ length: 120 }, (_, i) => ({
+          partition: 3,
+          targetInvocationId: `${target}-${i}`,
+          request: {
+            kind: 'invoke' as const,
+            invocation: { id: `${target}-${i}`, partitionKey: '7' },
+            input: bytes(String(i)).toString('base64'),
+            deterministic: true,
+          },
+        }));
+        const rows = await s.outbox.enqueue(requests);
+        expect(rows.map((r) => r.targetInvocationId)).toEqual(requests.map((r) => r.targetInvocationId));
+        expect(rows.every((r) => r.partitionId === 3 && r.entryType === 0)).toBe(true);
+        // Listed by seq as a number (9 before 10, 99 before 100), which is the order owners carry them out in.
+        const listed = (await s.outbox.list([3])).filter((r) => r.targetInvocationId.startsWith(`${target}-`));
+        expect(listed.map((r) => r.targetInvocationId)).toEqual(requests.map((r) => r.targetInvocationId));
+        const seqs = listed.map((r) => BigInt(r.seq));
+        expect([...seqs].sort((x, y) => (x < y ? -1 : 1))).toEqual(seqs);
+        expect(await s.outbox.enqueue([])).toEqual([]);
+      });
+
+      it('tells which invocations are unfinished: stored and not completed, or still queued for admission', async () => {
+        const running = newInvocation({ partitionId: 1 });
+        const finished = newInvocation({ partitionId: 1 });
+        await commit(
+          [
+            invocationWrite.insert(running, bytes('a')),
+            invocationWrite.insert(finished, bytes('b')),
+            invocationWrite.update(finished.id, completed(at(3_600_000)), at(0)),
+          ],
+          [],
+          1,
+        );
+        const queued = nextId('queued-only');
+        await s.outbox.enqueue([
+          {
+            partition: 1,
+            targetInvocationId: queued,
+            request: { kind: 'invoke', invocation: { id: queued }, input: '', deterministic: true },
+          },
+        ]);
+        const gone = nextId('gone');
+        const unfinished = await s.invocations.unfinished([running.id, finished.id, queued, gone]);
+        expect(new Set(unfinished)).toEqual(new Set([running.id, queued]));
+        expect(await s.invocations.unfinished([])).toEqual([]);
+      });
+
       it('awaits a running invocation as a waiter, and answers a completed or missing one at once', async () => {
         const callee = newInvocation({ partitionId: 1 });
         const finished = newInvocation({ partitionId: 1 });

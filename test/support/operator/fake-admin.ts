@@ -12,6 +12,7 @@ import {
   type ServiceMetadata,
   type SimpleKafkaClusterResponse,
   type SubscriptionResponse,
+  type SubscriptionStatusResponse,
   type UpdateDeploymentRequest,
   type VersionInformation,
 } from '../../../operator/src/admin-client/types.ts';
@@ -29,7 +30,9 @@ import type { DrainCounts, DrainProbe, DrainQuery } from '../../../operator/src/
  *   the highest revision another deployment registers, or disappear;
  * - invocations the test adds, pinned or not, answer the drain count (`drainProbe`, and `query()` for the SQL the
  *   controller sends);
- * - subscriptions with restate's validation and defaulted options, Kafka clusters;
+ * - subscriptions with restate's validation and defaulted options, Kafka clusters; each subscription's consumer status
+ *   (`GET /subscriptions/{id}/status`) is consuming (group = the subscription id, partitions 0–3, lag 0) unless a
+ *   test sets another (`setSubscriptionStatus`);
  * - fault injection per operation, and an "unreachable" switch (status 0, like a refused connection).
  *
  * Requests and answers are the admin API model's types (runtime/src/admin/model/), as the operator's client sends and
@@ -106,6 +109,7 @@ export class FakeAdmin implements AdminClient {
   private readonly invocations = new Map<string, FakeInvocation>();
   private readonly kafka = new Map<string, Record<string, string>>();
   private readonly subscriptions = new Map<string, SubscriptionResponse>();
+  private readonly consumerStatuses = new Map<string, Partial<SubscriptionStatusResponse>>();
   private readonly faults: Fault[] = [];
   private nextId = 1;
   private currentTarget: AdminTarget | undefined;
@@ -196,6 +200,37 @@ export class FakeAdmin implements AdminClient {
 
   deleteSubscriptionDirectly(id: string): void {
     this.subscriptions.delete(id);
+  }
+
+  /**
+   * What `GET /subscriptions/{id}/status` answers for subscription `id` (`'*'`: for every subscription without its
+   * own), over the default of a consumer that joined with partitions 0–3 and no lag; `undefined` restores the default.
+   */
+  setSubscriptionStatus(id: string, status: Partial<SubscriptionStatusResponse> | undefined): void {
+    if (status === undefined) this.consumerStatuses.delete(id);
+    else this.consumerStatuses.set(id, structuredClone(status));
+  }
+
+  /** A consumer that has not joined (yet): not ready, with the runtime's reason; `error` makes it a failed one. */
+  static notReady(reason: string, error?: string): Partial<SubscriptionStatusResponse> {
+    const failure = error === undefined ? null : { message: error, at: EPOCH };
+    return {
+      ready: false,
+      reason,
+      assigned_partitions: [],
+      lag: null,
+      consumers: [
+        {
+          node: 'ratchet-0',
+          state: failure === null ? 'starting' : 'failed',
+          member_id: null,
+          partitions: [],
+          error: failure,
+          updated_at: EPOCH,
+        },
+      ],
+      error: failure,
+    };
   }
 
   deploymentIds(): string[] {
@@ -348,6 +383,42 @@ export class FakeAdmin implements AdminClient {
     });
   }
 
+  subscriptionStatus(id: string): Promise<SubscriptionStatusResponse | undefined> {
+    return this.call('subscriptionStatus', [id], () => {
+      const s = this.subscriptions.get(id);
+      if (s === undefined) return undefined;
+      const partitions = [0, 1, 2, 3];
+      const consuming: SubscriptionStatusResponse = {
+        subscription_id: id,
+        group_id: s.options['group.id'] ?? id,
+        topic: /^kafka:\/\/[^/]+\/(.+)$/.exec(s.source)?.[1] ?? '',
+        ready: true,
+        reason: null,
+        assigned_partitions: partitions,
+        lag: 0,
+        consumers: [
+          {
+            node: 'ratchet-0',
+            state: 'assigned',
+            member_id: 'restate-member-0',
+            partitions: partitions.map((partition) => ({
+              partition,
+              position: '0',
+              high_watermark: '0',
+              lag: 0,
+              inflight: 0,
+              paused: false,
+            })),
+            error: null,
+            updated_at: EPOCH,
+          },
+        ],
+        error: null,
+      };
+      return structuredClone({ ...consuming, ...(this.consumerStatuses.get(id) ?? this.consumerStatuses.get('*')) });
+    });
+  }
+
   createSubscription(req: CreateSubscriptionRequest): Promise<SubscriptionResponse> {
     return this.call('createSubscription', [structuredClone(req)], () => {
       const source = /^kafka:\/\/([^/]+)\/(.+)$/.exec(req.source);
@@ -408,6 +479,7 @@ export class FakeAdmin implements AdminClient {
       deleteKafkaCluster: (name) => at(() => this.deleteKafkaCluster(name)),
       listSubscriptions: () => at(() => this.listSubscriptions()),
       getSubscription: (id) => at(() => this.getSubscription(id)),
+      subscriptionStatus: (id) => at(() => this.subscriptionStatus(id)),
       createSubscription: (req) => at(() => this.createSubscription(req)),
       deleteSubscription: (id) => at(() => this.deleteSubscription(id)),
     };

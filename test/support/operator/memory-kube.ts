@@ -14,7 +14,8 @@ import type { KubeObject, ObjectRef } from '../../../operator/src/kube/types.ts'
  * the semantics reconcilers depend on: uid/resourceVersion/generation, status kept apart from the rest, finalizers
  * gating deletion, background garbage collection through owner references, and optimistic concurrency on
  * setFinalizers. Server-side apply is approximated as "the applier owns every field it sends": the object's
- * non-metadata, non-status content is replaced, labels and annotations merged.
+ * non-metadata, non-status content is replaced, labels and annotations merged; a status field a manager applied before
+ * and no longer sends is removed (top-level fields of status only).
  */
 
 type Fault = { match: (verb: string, ref: ObjectRef) => boolean; error: Error; times: number };
@@ -62,6 +63,8 @@ export class MemoryKube implements Kube {
   private readonly objects = new Map<string, KubeObject>();
   private resourceVersion = 0;
   private readonly faults: Fault[] = [];
+  /** Object key → field manager → the top-level status fields it applied last. */
+  private readonly statusOwners = new Map<string, Map<string, Set<string>>>();
   private readonly listeners = new Set<(type: 'ADDED' | 'MODIFIED' | 'DELETED', obj: KubeObject) => void>();
   /** Every call made through the port, for assertions (verb and object key). */
   readonly calls: { verb: string; ref: ObjectRef }[] = [];
@@ -86,6 +89,7 @@ export class MemoryKube implements Kube {
     const key = keyOf(refOf(obj));
     if (this.objects.has(key))
       throw new KubeApiError(409, 'AlreadyExists', `${obj.kind} "${obj.metadata.name}" already exists`);
+    this.statusOwners.delete(key);
     const stored = clone(obj);
     stored.metadata = {
       ...stored.metadata,
@@ -123,6 +127,7 @@ export class MemoryKube implements Kube {
   /** What a kubelet or another controller would write to status (no port call recorded). */
   setStatus(ref: ObjectRef, status: unknown): void {
     const existing = this.mustGet(ref);
+    this.statusOwners.delete(keyOf(ref));
     existing['status'] = clone(status);
     existing.metadata.resourceVersion = this.nextVersion();
     this.emit('MODIFIED', existing);
@@ -207,10 +212,18 @@ export class MemoryKube implements Kube {
     return this.call('applyStatus', refOf(obj), () => {
       if (options.fieldManager === '') throw new KubeApiError(422, 'Invalid', 'fieldManager is required for apply');
       const existing = this.mustGet(refOf(obj));
-      const status = {
+      const sent = (obj['status'] as Record<string, unknown> | undefined) ?? {};
+      const owners = this.statusOwners.get(keyOf(refOf(obj))) ?? new Map<string, Set<string>>();
+      this.statusOwners.set(keyOf(refOf(obj)), owners);
+      const status: Record<string, unknown> = {
         ...((existing['status'] as Record<string, unknown> | undefined) ?? {}),
-        ...(obj['status'] as Record<string, unknown>),
+        ...sent,
       };
+      for (const field of owners.get(options.fieldManager) ?? []) {
+        const ownedElsewhere = [...owners].some(([m, fields]) => m !== options.fieldManager && fields.has(field));
+        if (!(field in sent) && !ownedElsewhere) delete status[field];
+      }
+      owners.set(options.fieldManager, new Set(Object.keys(sent)));
       if (JSON.stringify(status) === JSON.stringify(existing['status'])) return clone(existing) as T;
       existing['status'] = clone(status);
       existing.metadata.resourceVersion = this.nextVersion();

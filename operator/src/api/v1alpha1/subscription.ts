@@ -3,8 +3,13 @@ import { Conditions, LocalObjectReference, Name, StringEnum, StringMap, cel, imm
 
 /*
  * Subscription: a Kafka topic of one of the Cluster's Kafka clusters delivered to a service handler. The admin API
- * has no update for subscriptions, so changed options mean delete and recreate (a `Recreated` event says so).
+ * has no update for subscriptions, so changed options mean delete and recreate (a `Recreated` event says so). Ready
+ * means a runtime node's consumer joined the consumer group and has partitions assigned.
  */
+
+/** Bounds of the consumer fields of status (the controller cuts longer values to fit). */
+export const MAX_REPORTED_PARTITIONS = 10_000;
+export const MAX_LAST_ERROR_LENGTH = 4096;
 
 export const SUBSCRIPTION_DELETION_POLICIES = ['Delete', 'Retain'] as const;
 
@@ -50,6 +55,30 @@ export const SubscriptionStatus = Type.Object({
   sink: Type.Optional(Type.String({ description: 'service://<service>/<handler>' })),
   optionsHash: Type.Optional(Type.String()),
   lastSyncTime: Type.Optional(Type.String({ format: 'date-time' })),
+  consumerGroup: Type.Optional(
+    Type.String({ description: 'The Kafka consumer group (group.id) the runtime consumes as.' }),
+  ),
+  assignedPartitions: Type.Optional(
+    Type.Array(Type.Integer({ minimum: 0 }), {
+      maxItems: MAX_REPORTED_PARTITIONS,
+      'x-kubernetes-list-type': 'atomic',
+      description: "The topic partitions assigned to the runtime's consumers.",
+    }),
+  ),
+  lag: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      description:
+        'Records of the assigned partitions not yet read by the runtime; absent until every assigned partition read a batch.',
+    }),
+  ),
+  consumers: Type.Optional(Type.Integer({ minimum: 0, description: 'Runtime nodes reporting a consumer of it.' })),
+  lastError: Type.Optional(
+    Type.String({
+      maxLength: MAX_LAST_ERROR_LENGTH,
+      description: 'The latest error a consumer reported (an unreachable broker, a missing topic, bad credentials).',
+    }),
+  ),
 });
 
 export type SubscriptionSpec = Static<typeof SubscriptionSpec>;

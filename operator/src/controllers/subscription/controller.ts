@@ -3,8 +3,10 @@ import {
   type AdminClient,
   type ServiceMetadata,
   type SubscriptionResponse,
+  type SubscriptionStatusResponse,
 } from '../../admin-client/types.ts';
 import { API_VERSION, FINALIZERS, type SubscriptionStatus } from '../../api/v1alpha1/index.ts';
+import { MAX_LAST_ERROR_LENGTH, MAX_REPORTED_PARTITIONS } from '../../api/v1alpha1/subscription.ts';
 import type { KubeObject } from '../../kube/types.ts';
 import type { ConditionInput } from '../../reconcile/conditions.ts';
 import type { Controller, ObjectKey, ReconcileContext, ReconcileResult, Watch } from '../../reconcile/types.ts';
@@ -18,8 +20,10 @@ import { desiredSubscription, findAdoptable, type DesiredSubscription } from './
 /*
  * The Subscription controller: one Kafka subscription of a Cluster's runtime per resource. Order: pause guard →
  * finalizer → first status → Cluster (AdminAPIReady) → Kafka cluster (in the Cluster spec, then known to the
- * runtime) → sink service registered → find (status id, else adopt a matching one) → create / recreate → status.
- * The admin API has no update for subscriptions: changed options mean delete and create (a Recreated event).
+ * runtime) → sink service registered → find (status id, else adopt a matching one) → create / recreate → consumer
+ * status → status. The admin API has no update for subscriptions: changed options mean delete and create (a Recreated
+ * event). Ready means more than created: a runtime node's consumer has joined the consumer group and has partitions
+ * assigned (`GET /subscriptions/{id}/status`); until then Ready is False with the runtime's reason, polled again soon.
  */
 
 const CONDITION = { ready: 'Ready', synced: 'Synced', reconciling: 'Reconciling', stalled: 'Stalled' } as const;
@@ -30,6 +34,10 @@ const REQUEUE_MS = {
   dependency: 15_000,
   /** A request the runtime refused (4xx): a spec change or a registration elsewhere may fix it. */
   rejected: 60_000,
+  /** Created, but no consumer has joined the group with partitions yet (or it failed): the runtime reports every 2 s. */
+  consumerNotReady: 5_000,
+  /** Consuming: the lag and the assignment in status are refreshed, and a consumer that fails later shows. */
+  consuming: 60_000,
 } as const;
 
 /** Deletion gives up on a runtime it cannot reach after this long (the finalizer must never block forever). */
@@ -254,14 +262,95 @@ async function reconcileLive(ctx: ReconcileContext, found: SubscriptionObject): 
     reason: changed ? syncReason : (draft.condition(CONDITION.synced)?.reason ?? syncReason),
     message,
   };
+
+  let consumer: SubscriptionStatusResponse | undefined;
+  try {
+    consumer = await admin.subscriptionStatus(synced.id);
+  } catch (err) {
+    if (!(err instanceof AdminApiError)) throw err;
+    // The last consumer fields stay: they are what was last known.
+    const failure = `reading the consumer status of ${synced.id}: ${adminErrorMessage(err)}`;
+    notConsuming(draft, syncedCondition, 'AdminAPIError', failure);
+    await draft.flush();
+    if (isTransient(err)) throw err;
+    return { requeueAfterMs: REQUEUE_MS.rejected };
+  }
+  writeConsumerFields(s, consumer);
+
+  if (consumer === undefined) {
+    // Deleted since it was listed (the next pass creates it again), or a runtime without the status route.
+    notConsuming(
+      draft,
+      syncedCondition,
+      'ConsumerStatusUnknown',
+      `${synced.id}: GET /subscriptions/${synced.id}/status answered 404`,
+    );
+    await draft.flush();
+    return { requeueAfterMs: REQUEUE_MS.consumerNotReady };
+  }
+  if (!consumer.ready) {
+    const reason = consumer.error === null ? 'ConsumerNotAssigned' : 'ConsumerFailed';
+    const why =
+      consumer.reason !== null && consumer.reason !== ''
+        ? consumer.reason
+        : consumer.error === null
+          ? 'no consumer has partitions assigned yet'
+          : `the consumer failed: ${consumer.error.message}`;
+    notConsuming(draft, syncedCondition, reason, `${synced.id}: ${why}`);
+    await draft.flush();
+    return { requeueAfterMs: REQUEUE_MS.consumerNotReady };
+  }
+
+  const partitions = consumer.assigned_partitions.length;
   draft.conditions(
-    { type: CONDITION.ready, status: 'True', reason: 'Ready', message },
+    {
+      type: CONDITION.ready,
+      status: 'True',
+      reason: 'Ready',
+      message:
+        `${message}, consumer group ${consumer.group_id} with ${partitions} ` +
+        `partition${partitions === 1 ? '' : 's'} assigned`,
+    },
     syncedCondition,
     { type: CONDITION.reconciling, status: 'False', reason: 'Reconciled', message: `generation ${draft.generation}` },
     { type: CONDITION.stalled, status: 'False', reason: 'NotStalled', message: '' },
   );
   await draft.flush();
-  return {};
+  return { requeueAfterMs: REQUEUE_MS.consuming };
+}
+
+/** Synced, but not consuming (yet): Ready=False with why, and the operator keeps polling. */
+function notConsuming(draft: Draft, synced: ConditionInput, reason: string, message: string): void {
+  draft.conditions(
+    { type: CONDITION.ready, status: 'False', reason, message },
+    synced,
+    { type: CONDITION.reconciling, status: 'True', reason, message },
+    { type: CONDITION.stalled, status: 'False', reason: 'NotStalled', message: '' },
+  );
+}
+
+type ConsumerFields = Pick<
+  SubscriptionStatus,
+  'consumerGroup' | 'assignedPartitions' | 'lag' | 'consumers' | 'lastError'
+>;
+
+/**
+ * The consumer group, assignment, lag and last error the runtime reports; removed when it reports nothing. Fields are
+ * set in place (never deleted and added again), so an unchanged status serializes the same and is not written.
+ */
+function writeConsumerFields(s: SubscriptionStatus, consumer: SubscriptionStatusResponse | undefined): void {
+  const fields: { [K in keyof ConsumerFields]-?: ConsumerFields[K] | undefined } = {
+    consumerGroup: consumer?.group_id,
+    assignedPartitions: consumer?.assigned_partitions.slice(0, MAX_REPORTED_PARTITIONS),
+    lag: consumer?.lag ?? undefined,
+    consumers: consumer?.consumers.length,
+    lastError: consumer?.error?.message.slice(0, MAX_LAST_ERROR_LENGTH),
+  };
+  for (const key of Object.keys(fields) as (keyof ConsumerFields)[]) {
+    const value = fields[key];
+    if (value === undefined) delete s[key];
+    else (s as Record<string, unknown>)[key] = value;
+  }
 }
 
 async function release(ctx: ReconcileContext, sub: SubscriptionObject): Promise<ReconcileResult> {

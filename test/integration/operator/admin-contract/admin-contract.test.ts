@@ -15,7 +15,8 @@ import { startTestRuntime, type TestRuntime } from '../../support/runtime.ts';
  * the real restate-server 1.7.12, with real SDK endpoints. What the Deployment and Subscription controllers rely on:
  * registration 201/200 with `force` explicit, rollback needing force, PATCH keeping the id, GET /services naming the
  * latest deployment, the drain SQL counting a pinned running invocation and a scheduled unpinned one, DELETE ?force,
- * and /kafka-clusters and /subscriptions create/list/delete with their validation errors (no broker needed).
+ * and /kafka-clusters and /subscriptions create/list/delete with their validation errors (no broker needed); on
+ * Ratchet also GET /subscriptions/{id}/status (not ready without a broker, 404 once deleted).
  *
  * Deliberate difference: on the same URI with a changed manifest and no force, Ratchet discovers again and answers
  * 409 META0004; restate skips discovery and answers 200 with the existing deployment.
@@ -281,6 +282,21 @@ describe.each(selectedTargets())('admin client against %s', (targetName) => {
     });
     expect((await admin.listSubscriptions()).map((s) => s.id)).toContain(created.id);
     expect(await admin.getSubscription(created.id)).toEqual(created);
+    if (targetName === 'ratchet') {
+      // Nothing listens on 127.0.0.1:10: no consumer joins, and the status says why.
+      const status = await admin.subscriptionStatus(created.id);
+      expect(status).toMatchObject({
+        subscription_id: created.id,
+        group_id: created.id,
+        topic: 'orders',
+        ready: false,
+        assigned_partitions: [],
+        lag: null,
+      });
+      expect(typeof status?.reason).toBe('string');
+      expect(Array.isArray(status?.consumers)).toBe(true);
+      expect(await adminError(admin.subscriptionStatus('not-a-subscription-id'))).toMatchObject({ status: 400 });
+    }
 
     const unknownCluster = await adminError(admin.createSubscription({ source: 'kafka://nope/t', sink, options: {} }));
     expect(unknownCluster.status).toBe(400);
@@ -292,6 +308,7 @@ describe.each(selectedTargets())('admin client against %s', (targetName) => {
 
     expect(await admin.deleteSubscription(created.id)).toBe(true);
     expect(await admin.getSubscription(created.id)).toBeUndefined();
+    if (targetName === 'ratchet') expect(await admin.subscriptionStatus(created.id)).toBeUndefined();
     expect(await admin.deleteSubscription(created.id)).toBe(false);
     expect(await admin.deleteKafkaCluster(cluster)).toBe(true);
   });

@@ -100,6 +100,28 @@ describe('requests', () => {
   });
 });
 
+describe('subscription status', () => {
+  it('GET /subscriptions/{id}/status, the id as one path segment, lists and nulls filled in', async () => {
+    seen.length = 0;
+    script = () => ({
+      status: 200,
+      body: JSON.stringify({ subscription_id: 'sub_1', group_id: 'g', topic: 't', ready: true, reason: null }),
+    });
+    expect(await createAdminClient({ url }).subscriptionStatus('sub_1/x')).toEqual({
+      subscription_id: 'sub_1',
+      group_id: 'g',
+      topic: 't',
+      ready: true,
+      reason: null,
+      assigned_partitions: [],
+      lag: null,
+      consumers: [],
+      error: null,
+    });
+    expect(seen[0]).toMatchObject({ method: 'GET', url: '/subscriptions/sub_1%2Fx/status' });
+  });
+});
+
 describe('answers', () => {
   it('200 on registration is "already registered"', async () => {
     script = () => ({ status: 200, body: JSON.stringify({ id: 'dp_1', services: [] }) });
@@ -143,6 +165,7 @@ describe('answers', () => {
     script = () => ({ status: 404, body: JSON.stringify({ message: 'not found', restate_code: null }) });
     expect(await admin.getDeployment('dp_1')).toBeUndefined();
     expect(await admin.getSubscription('sub_1')).toBeUndefined();
+    expect(await admin.subscriptionStatus('sub_1')).toBeUndefined();
     expect(await admin.deleteDeployment('dp_1', { force: true })).toBe(false);
     expect(await admin.deleteSubscription('sub_1')).toBe(false);
     expect(await admin.deleteKafkaCluster('k')).toBe(false);

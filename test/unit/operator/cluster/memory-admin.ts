@@ -99,6 +99,7 @@ export class MemoryAdmin {
       query: unsupported('query'),
       listSubscriptions: unsupported('listSubscriptions'),
       getSubscription: unsupported('getSubscription'),
+      subscriptionStatus: unsupported('subscriptionStatus'),
       createSubscription: unsupported('createSubscription'),
       deleteSubscription: unsupported('deleteSubscription'),
     };

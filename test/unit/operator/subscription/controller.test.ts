@@ -4,12 +4,14 @@ import { FINALIZERS } from '../../../../operator/src/api/v1alpha1/index.ts';
 import type { SubscriptionObject } from '../../../../operator/src/controllers/shared/objects.ts';
 import { optionsMatch } from '../../../../operator/src/controllers/subscription/desired.ts';
 import { createSubscriptionController } from '../../../../operator/src/controllers/subscription/controller.ts';
+import { FakeAdmin } from '../../../support/operator/fake-admin.ts';
 import { CLUSTER, Harness, NS, ref } from '../deployment/harness.ts';
 
 /*
  * The Subscription reconciler against an in-memory cluster and a fake runtime: dependencies (Cluster, Kafka cluster,
- * sink service), create + verify, adoption after status loss, recreate on options change or loss, deletion policies
- * and escape hatches.
+ * sink service), create + verify, Ready only once the runtime's consumer joined with partitions assigned (consumer
+ * group, partitions, lag and last error in status), adoption after status loss, recreate on options change or loss,
+ * deletion policies and escape hatches.
  */
 
 const SOURCE = 'kafka://events/orders';
@@ -31,7 +33,8 @@ const cond = (type: string, name = 'orders') => h.condition('Subscription', name
 describe('create', () => {
   it('creates the subscription, verifies it, and reports Ready and Synced', async () => {
     h.subscription('orders', { options: { 'auto.offset.reset': 'earliest' } });
-    expect(await h.settle('orders', 'Subscription')).toEqual({});
+    // Consuming: polled again every minute for the lag and a consumer that fails later.
+    expect(await h.settle('orders', 'Subscription')).toEqual({ requeueAfterMs: 60_000 });
     expect(sub().metadata.finalizers).toEqual([FINALIZERS.subscription]);
     expect(h.admin.calls('createSubscription').map((c) => c.args[0])).toEqual([
       { source: SOURCE, sink: SINK, options: { 'auto.offset.reset': 'earliest' } },
@@ -92,6 +95,123 @@ describe('create', () => {
     h.admin.registerDirectly({ uri: 'http://billing:9080/v2', force: false });
     await h.settle('orders-2', 'Subscription');
     expect(cond('Ready', 'orders-2')?.status).toBe('True');
+  });
+});
+
+describe('consumer status', () => {
+  const NOT_JOINED = 'the consumer is joining consumer group';
+
+  it("stays Ready=False with the runtime's reason until the consumer has partitions, polling every 5 s", async () => {
+    h.admin.setSubscriptionStatus(
+      '*',
+      FakeAdmin.notReady('no runtime node reports a consumer of this subscription yet'),
+    );
+    h.subscription('orders');
+    expect(await h.settle('orders', 'Subscription')).toEqual({ requeueAfterMs: 5_000 });
+    const id = sub().status!.subscriptionId!;
+    expect(h.admin.calls('subscriptionStatus').at(-1)?.args).toEqual([id]);
+    expect(cond('Ready')).toMatchObject({
+      status: 'False',
+      reason: 'ConsumerNotAssigned',
+      message: `${id}: no runtime node reports a consumer of this subscription yet`,
+    });
+    // Created and synced all the same: nothing is created again while waiting.
+    expect(cond('Synced')).toMatchObject({ status: 'True', reason: 'Synced' });
+    expect(cond('Reconciling')).toMatchObject({ status: 'True', reason: 'ConsumerNotAssigned' });
+    expect(cond('Stalled')).toMatchObject({ status: 'False' });
+    expect(sub().status).toMatchObject({ consumerGroup: id, assignedPartitions: [], consumers: 1 });
+    expect(sub().status?.lag).toBeUndefined();
+    expect(sub().status?.lastError).toBeUndefined();
+
+    h.admin.setSubscriptionStatus(id, FakeAdmin.notReady(`${NOT_JOINED} ${id}`));
+    h.clock.advance(5_000);
+    expect(await h.reconcile('orders')).toEqual({ requeueAfterMs: 5_000 });
+    expect(cond('Ready')).toMatchObject({ status: 'False', message: `${id}: ${NOT_JOINED} ${id}` });
+    expect(h.admin.calls('createSubscription')).toHaveLength(1);
+
+    h.admin.setSubscriptionStatus('*', undefined);
+    h.admin.setSubscriptionStatus(id, { assigned_partitions: [0, 2], lag: 42 });
+    h.clock.advance(5_000);
+    expect(await h.reconcile('orders')).toEqual({ requeueAfterMs: 60_000 });
+    expect(cond('Ready')).toMatchObject({ status: 'True', reason: 'Ready' });
+    expect(cond('Ready')?.message).toBe(`${id}: ${SOURCE} → ${SINK}, consumer group ${id} with 2 partitions assigned`);
+    expect(cond('Reconciling')).toMatchObject({ status: 'False', reason: 'Reconciled' });
+    expect(sub().status).toMatchObject({ consumerGroup: id, assignedPartitions: [0, 2], lag: 42, consumers: 1 });
+    expect(h.admin.calls('createSubscription')).toHaveLength(1);
+  });
+
+  it('fills consumerGroup, assignedPartitions, lag and consumers, and refreshes them without needless writes', async () => {
+    h.subscription('orders', { options: { 'group.id': 'orders-group' } });
+    await h.settle('orders', 'Subscription');
+    const id = sub().status!.subscriptionId!;
+    expect(sub().status).toMatchObject({
+      consumerGroup: 'orders-group',
+      assignedPartitions: [0, 1, 2, 3],
+      lag: 0,
+      consumers: 1,
+    });
+    expect(sub().status?.lastError).toBeUndefined();
+
+    h.admin.setSubscriptionStatus(id, { lag: 1_234 });
+    await h.reconcile('orders');
+    expect(sub().status?.lag).toBe(1_234);
+    const writes = h.kube.calls.filter((c) => c.verb === 'applyStatus').length;
+    await h.reconcile('orders');
+    expect(h.kube.calls.filter((c) => c.verb === 'applyStatus')).toHaveLength(writes);
+
+    // Lag unknown until every assigned partition read a batch: the field goes away instead of showing a stale one.
+    h.admin.setSubscriptionStatus(id, { lag: null });
+    await h.reconcile('orders');
+    expect(sub().status?.lag).toBeUndefined();
+    expect(cond('Ready')?.status).toBe('True');
+  });
+
+  it("a failed consumer: Ready=False, ConsumerFailed, with the runtime's reason and lastError", async () => {
+    const error = 'KafkaJSNonRetriableError: This server does not host this topic-partition';
+    h.admin.setSubscriptionStatus('*', FakeAdmin.notReady(`the consumer failed: ${error}`, error));
+    h.subscription('orders');
+    expect(await h.settle('orders', 'Subscription')).toEqual({ requeueAfterMs: 5_000 });
+    const id = sub().status!.subscriptionId!;
+    expect(cond('Ready')).toMatchObject({
+      status: 'False',
+      reason: 'ConsumerFailed',
+      message: `${id}: the consumer failed: ${error}`,
+    });
+    expect(cond('Reconciling')).toMatchObject({ status: 'True', reason: 'ConsumerFailed' });
+    expect(sub().status).toMatchObject({ consumerGroup: id, assignedPartitions: [], lastError: error });
+
+    // Without a reason from the runtime, the error itself says why.
+    h.admin.setSubscriptionStatus('*', { ...FakeAdmin.notReady('', error), reason: null });
+    await h.reconcile('orders');
+    expect(cond('Ready')?.message).toBe(`${id}: the consumer failed: ${error}`);
+
+    // Recovered: Ready, and an error the runtime no longer reports leaves status.
+    h.admin.setSubscriptionStatus('*', undefined);
+    await h.reconcile('orders');
+    expect(cond('Ready')).toMatchObject({ status: 'True', reason: 'Ready' });
+    expect(sub().status?.lastError).toBeUndefined();
+  });
+
+  it('reading the status fails: Ready=False (AdminAPIError), the last known fields kept', async () => {
+    h.subscription('orders');
+    await h.settle('orders', 'Subscription');
+    const id = sub().status!.subscriptionId!;
+
+    h.admin.failNext('subscriptionStatus', () => new AdminApiError(503, 'unavailable'));
+    await expect(h.reconcile('orders')).rejects.toMatchObject({ status: 503 });
+    expect(cond('Ready')).toMatchObject({ status: 'False', reason: 'AdminAPIError' });
+    expect(cond('Ready')?.message).toContain(`reading the consumer status of ${id}: admin API HTTP 503`);
+    expect(cond('Synced')?.status).toBe('True');
+    expect(sub().status).toMatchObject({ consumerGroup: id, assignedPartitions: [0, 1, 2, 3] });
+
+    // A refusal is retried later rather than with backoff.
+    h.admin.failNext('subscriptionStatus', () => new AdminApiError(403, 'forbidden'));
+    expect(await h.reconcile('orders')).toEqual({ requeueAfterMs: 60_000 });
+    expect(cond('Ready')).toMatchObject({ status: 'False', reason: 'AdminAPIError' });
+
+    expect(await h.reconcile('orders')).toEqual({ requeueAfterMs: 60_000 });
+    expect(cond('Ready')).toMatchObject({ status: 'True', reason: 'Ready' });
+    expect(h.admin.calls('createSubscription')).toHaveLength(1);
   });
 });
 

@@ -77,7 +77,7 @@ export function deleteOutbox(seq: string): Stmt {
 
 export async function listOutbox(db: pg.Pool, partitions: number[]): Promise<OutboxRow[]> {
   const res = await db.query(
-    `SELECT ${OUTBOX_COLUMNS} FROM ratchet.outbox WHERE partition_id = ANY($1::int[]) ORDER BY seq`,
+    `SELECT ${OUTBOX_COLUMNS} FROM ratchet.outbox WHERE partition_id = ANY($1::int[]) ORDER BY outbox.seq`,
     [partitions],
   );
   return (res.rows as Record<string, unknown>[]).map(toOutboxRow);

@@ -70,7 +70,7 @@ export function applyStateMutation(
 export async function listStateMutations(db: pg.Pool, partitions: number[]): Promise<StateMutationRow[]> {
   const res = await db.query(
     `SELECT id, partition_id, service_name, service_key, version, keys, state_values, inbox_seq::text
-     FROM ratchet.state_mutation WHERE partition_id = ANY($1::int[]) ORDER BY inbox_seq`,
+     FROM ratchet.state_mutation WHERE partition_id = ANY($1::int[]) ORDER BY state_mutation.inbox_seq`,
     [partitions],
   );
   return (res.rows as Record<string, unknown>[]).map((r) => {
