@@ -4,6 +4,7 @@ import type { AcceptRequest, EnqueueResult } from '../engine/types.ts';
 import type { KafkaClusterSchema, SubscriptionSchema } from '../schema/types.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { consumerSettings, KafkaSettingsError } from './client-config.ts';
+import { explainKafkaError } from './errors.ts';
 import { recordToRequest, type RecordSource, type Sink } from './records.ts';
 import type { ConsumerState, ConsumerStatus, PartitionStatus } from './status.ts';
 
@@ -141,7 +142,7 @@ export class SubscriptionConsumer {
   }
 
   private fail(kind: string, err: unknown): void {
-    const message = describe(err);
+    const message = explainKafkaError(err, this.subscription.topic, this.groupId);
     this.state = 'failed';
     this.error = { message, at: new Date().toISOString() };
     this.deps.metrics.kafkaConsumerErrors.inc({ subscription: this.subscription.id, kind });
