@@ -347,6 +347,7 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
         retryMinMs: 1_000,
         retryMaxMs: 30_000,
         lagRefreshMs: 5_000,
+        crashPoint: config.kafka.crashPoint,
       },
     });
     cleanups.push(() => kafka.stop());

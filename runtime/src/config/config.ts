@@ -205,6 +205,10 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
         min: 1,
         max: 1_000_000,
       }),
+      crashPoint:
+        read.raw('RATCHET_KAFKA_CRASH_POINT') === undefined
+          ? undefined
+          : read.oneOf('RATCHET_KAFKA_CRASH_POINT', ['after-enqueue'] as const, 'after-enqueue'),
     },
     auth: { keysFile: optionalPath(read.raw('RATCHET_AUTH_KEYS_FILE'), cwd) },
     cluster: clusterConfig(read),

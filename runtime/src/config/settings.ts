@@ -129,6 +129,11 @@ export interface KafkaConfig {
   readonly clusters: readonly KafkaClusterConfig[];
   /** Back-pressure: a topic partition pauses while this many of its records' invocations are unfinished. */
   readonly maxInflightPerPartition: number;
+  /**
+   * Fault injection for the durability tests, never for production: `after-enqueue` makes the process SIGKILL itself
+   * right after a batch of records was stored as invocations and before its offsets reach Kafka (the worst moment).
+   */
+  readonly crashPoint: 'after-enqueue' | undefined;
 }
 
 /** Membership, partition placement and hand-over between runtime processes sharing one database. */
@@ -214,6 +219,7 @@ export const SETTINGS = {
   RATCHET_CLEANUP_INTERVAL: 'storage.cleanup-interval',
   RATCHET_KAFKA_CLUSTERS: 'kafka-clusters',
   RATCHET_KAFKA_MAX_INFLIGHT_PER_PARTITION: 'kafka.max-inflight-per-partition',
+  RATCHET_KAFKA_CRASH_POINT: 'kafka.crash-point',
   RATCHET_INTROSPECTION_PASSWORD: 'introspection.password',
   RATCHET_INTROSPECTION_TLS_CERT: 'introspection.tls-cert',
   RATCHET_INTROSPECTION_TLS_KEY: 'introspection.tls-key',

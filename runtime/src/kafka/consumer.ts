@@ -24,6 +24,8 @@ export interface ConsumerOptions {
   retryMaxMs: number;
   /** How often the lag of assigned partitions is read from the brokers (also of partitions without new records). */
   lagRefreshMs: number;
+  /** Fault injection for the durability tests (see `KafkaConfig.crashPoint`). */
+  crashPoint?: 'after-enqueue' | undefined;
 }
 
 export interface ConsumerDeps {
@@ -325,6 +327,10 @@ export class SubscriptionConsumer {
       this.deps.metrics.kafkaRecords.inc({ ...labels, outcome: 'consumed' }, chunk.length);
       const enqueued = await this.enqueueWithRetry(requests, payload);
       if (enqueued === undefined) return;
+      if (this.deps.options.crashPoint === 'after-enqueue' && enqueued.length > 0) {
+        this.log.warn('RATCHET_KAFKA_CRASH_POINT=after-enqueue: records stored, offsets not committed; killing myself');
+        process.kill(process.pid, 'SIGKILL');
+      }
       for (const e of enqueued) pending.add(e.id);
       this.deps.metrics.kafkaRecords.inc({ ...labels, outcome: 'enqueued' }, enqueued.length);
       const last = chunk[chunk.length - 1]!.offset;
