@@ -35,7 +35,12 @@ describe('mock Kafka cluster (kcat) with kafkajs', () => {
 
     const seen: { key: string; n: number; seq: string; partition: number; offset: string }[] = [];
     const consume = async (): Promise<void> => {
-      const consumer = client.consumer({ groupId: 'g1' });
+      const consumer = client.consumer({
+        groupId: 'g1',
+        sessionTimeout: 6000,
+        rebalanceTimeout: 10000,
+        heartbeatInterval: 500,
+      });
       await consumer.connect();
       await consumer.subscribe({ topic: 'orders', fromBeginning: true });
       await consumer.run({
@@ -68,7 +73,12 @@ describe('mock Kafka cluster (kcat) with kafkajs', () => {
     await again.send({ topic: 'orders', messages: [{ key: 'k0', value: JSON.stringify({ n: 40 }), headers: {} }] });
     await again.disconnect();
     const later: number[] = [];
-    const consumer = client.consumer({ groupId: 'g1' });
+    const consumer = client.consumer({
+      groupId: 'g1',
+      sessionTimeout: 6000,
+      rebalanceTimeout: 10000,
+      heartbeatInterval: 500,
+    });
     await consumer.connect();
     await consumer.subscribe({ topic: 'orders', fromBeginning: true });
     await consumer.run({
