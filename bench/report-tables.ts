@@ -22,7 +22,7 @@ function tableBy(
   );
 }
 
-function table(
+export function table(
   header: readonly string[],
   rows: readonly (readonly string[])[],
   rightAligned: ReadonlySet<number>,

@@ -6,6 +6,8 @@ import type { ExitStatus } from '../test/support/child-process.ts';
 import { LoadGenerator, forkModule, startServiceHost } from './children.ts';
 import { startRatchetCluster, type RatchetCluster } from './cluster.ts';
 import { Abort, describe, log, settleAll, sleep } from './control.ts';
+import { measureKafka } from './kafka.ts';
+import { formatKafkaReport, type KafkaResult } from './kafka-report.ts';
 import { measure, type Stack } from './measure.ts';
 import { formatClusterReport, formatReport } from './report-tables.ts';
 import { clusterRatios, ratios, summarize, targets } from './report.ts';
@@ -226,7 +228,7 @@ async function main(): Promise<number> {
     throw err;
   }
 
-  if (settings.loadGenerators.includes('wrk')) {
+  if (settings.workloads.length > 0 && settings.loadGenerators.includes('wrk')) {
     try {
       ensureWrk(log);
     } catch (err) {
@@ -274,10 +276,16 @@ async function main(): Promise<number> {
 
   try {
     const clusterMode = settings.clusterSizes.length > 0;
+    const kafkaPlan = settings.kafka
+      ? `kafka: ${settings.kafkaSinks.join(', ')} × ${settings.rounds} round(s) × ${settings.kafkaRecords} records per runtime`
+      : '';
     log(
-      `${settings.mode} mode: ${settings.workloads.join(', ')} × c=${settings.concurrencies.join('/')} × ` +
-        `${settings.rounds} round(s) × ${settings.durationS} s per runtime; protocol V${PROTOCOL_VERSION} for ` +
-        (clusterMode ? `all; Ratchet clusters of ${settings.clusterSizes.join(', ')} node(s)` : 'both'),
+      settings.workloads.length === 0
+        ? `${settings.mode} mode: ${kafkaPlan}`
+        : `${settings.mode} mode: ${settings.workloads.join(', ')} × c=${settings.concurrencies.join('/')} × ` +
+            `${settings.rounds} round(s) × ${settings.durationS} s per runtime; protocol V${PROTOCOL_VERSION} for ` +
+            (clusterMode ? `all; Ratchet clusters of ${settings.clusterSizes.join(', ')} node(s)` : 'both') +
+            (settings.kafka ? `; then ${kafkaPlan}` : ''),
     );
     // Everything starts at once: Ratchet's PostgreSQL initdb is the slow part.
     const startService = async (name: RuntimeName): Promise<Service> => {
@@ -379,12 +387,24 @@ async function main(): Promise<number> {
       Promise.all([checkWorkloads(ratchet, settings.workloads), checkWorkloads(restate, settings.workloads)]),
     );
 
-    const result = await measure(settings, stack, abort);
+    // The HTTP workloads, then the Kafka workload (`--workloads kafka`), each only when asked for.
+    const result = settings.workloads.length > 0 ? await measure(settings, stack, abort) : { records: [], totals: [] };
+    let kafka: KafkaResult | undefined;
+    if (settings.kafka) {
+      kafka = await measureKafka(
+        { records: settings.kafkaRecords, rounds: settings.rounds, sinks: settings.kafkaSinks },
+        stack,
+        abort,
+      );
+    }
     stopping = true;
     const summaries = summarize(result.records);
     const ratioRows = ratios(summaries);
     const targetRows = targets(summaries, result.totals);
-    const report = formatReport(summaries, ratioRows, result.totals, targetRows);
+    const report = [
+      ...(settings.workloads.length > 0 ? [formatReport(summaries, ratioRows, result.totals, targetRows)] : []),
+      ...(kafka === undefined ? [] : [formatKafkaReport(kafka)]),
+    ].join('\n\n');
 
     const machine = { ...machineAtStart, loadAverageAtEnd: loadAverage() };
     const finished = new Date();
@@ -421,6 +441,7 @@ async function main(): Promise<number> {
       totals: result.totals,
       targets: targetRows,
       runs: result.records,
+      ...(kafka === undefined ? {} : { kafka }),
     };
     await writeResults(file, results);
     process.stdout.write(

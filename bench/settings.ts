@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { REPO_ROOT } from '../test/support/runtime-process.ts';
-import { WORKLOADS, type Workload } from './workloads.ts';
+import { KAFKA_SINKS, KAFKA_WORKLOAD, WORKLOADS, type KafkaSink, type Workload } from './workloads.ts';
 
 /** The command line of `npm run bench`. */
 
@@ -18,7 +18,13 @@ export interface Settings {
   readonly durationS: number;
   readonly warmupS: number;
   readonly concurrencies: readonly number[];
+  /** The HTTP workloads (driven by the load generators); may be empty when only `kafka` was asked for. */
   readonly workloads: readonly Workload[];
+  /** `--workloads` named `kafka`: the Kafka workload runs after the HTTP ones (`bench/kafka.ts`). */
+  readonly kafka: boolean;
+  /** Records per Kafka run, and the sinks the Kafka workload runs (each a run per runtime and round). */
+  readonly kafkaRecords: number;
+  readonly kafkaSinks: readonly KafkaSink[];
   /** Every cell is measured with each of these, one after the other (the first also drives the warm-up). */
   readonly loadGenerators: readonly LoadGeneratorName[];
   readonly resultsDir: string;
@@ -46,7 +52,13 @@ export const USAGE = `usage: npm run bench [-- options]
   --duration S          seconds per run (default 8)
   --warmup S            seconds of warm-up per workload and runtime at c=16 before measuring (default 2)
   --concurrency LIST    comma-separated connection counts (default 1,16,128)
-  --workloads LIST      comma-separated subset of ${WORKLOADS.join(',')}
+  --workloads LIST      comma-separated subset of ${WORKLOADS.join(',')},${KAFKA_WORKLOAD} (default ${WORKLOADS.join(',')});
+                        ${KAFKA_WORKLOAD} only when named: a mock Kafka (kcat) and a subscription per runtime; N records
+                        produced at once, each one invocation; prints records/s (first produce to last invocation
+                        completed), lag (produced - invocations created, every 500 ms) and CPU per record
+  --kafka-records N     records per Kafka run (default 20000; 2000 with --quick)
+  --kafka-sinks LIST    the handlers the Kafka records go to: ${KAFKA_SINKS.join(',')} (default both; noop = service
+                        Bench.noop, add = virtual object Counter.add with the record key as object key)
   --load-generator G    wrk, autocannon or both (default both; --quick and --nodes: autocannon); wrk is installed
                         with apt-get when missing
   --results-dir DIR     where the JSON results go (default bench/results)
@@ -102,6 +114,8 @@ export function parseSettings(argv: readonly string[]): Settings {
         'ratchet-root': { type: 'string' },
         nodes: { type: 'string' },
         'pg-settle': { type: 'string' },
+        'kafka-records': { type: 'string' },
+        'kafka-sinks': { type: 'string' },
         help: { type: 'boolean', default: false },
       },
       strict: true,
@@ -116,10 +130,23 @@ export function parseSettings(argv: readonly string[]): Settings {
     if (!Number.isInteger(n) || n < 1) throw new UsageError(`--concurrency takes positive integers, got ${c}`);
     return n;
   });
-  const workloads = (values.workloads ?? WORKLOADS.join(',')).split(',').map((w) => {
-    if (!(WORKLOADS as readonly string[]).includes(w)) throw new UsageError(`unknown workload ${w}`);
-    return w as Workload;
+  const named = (values.workloads ?? WORKLOADS.join(',')).split(',');
+  const kafka = named.includes(KAFKA_WORKLOAD);
+  const workloads = named
+    .filter((w) => w !== KAFKA_WORKLOAD)
+    .map((w) => {
+      if (!(WORKLOADS as readonly string[]).includes(w)) throw new UsageError(`unknown workload ${w}`);
+      return w as Workload;
+    });
+  const kafkaRecords = positive('kafka-records', values['kafka-records'], quick ? 2000 : 20_000);
+  if (!Number.isInteger(kafkaRecords) || kafkaRecords < 1)
+    throw new UsageError('--kafka-records must be an integer ≥ 1');
+  const kafkaSinks = (values['kafka-sinks'] ?? KAFKA_SINKS.join(',')).split(',').map((k) => {
+    if (!(KAFKA_SINKS as readonly string[]).includes(k)) throw new UsageError(`unknown Kafka sink ${k}`);
+    return k as KafkaSink;
   });
+  if (!kafka && (values['kafka-records'] !== undefined || values['kafka-sinks'] !== undefined))
+    throw new UsageError(`--kafka-records and --kafka-sinks need --workloads with ${KAFKA_WORKLOAD}`);
   const rounds = positive('rounds', values.rounds, quick ? 1 : 2);
   if (!Number.isInteger(rounds) || rounds < 1) throw new UsageError('--rounds must be an integer ≥ 1');
   const durationS = positive('duration', values.duration, quick ? 1.5 : 8);
@@ -139,6 +166,7 @@ export function parseSettings(argv: readonly string[]): Settings {
   if (values['ratchet-root'] !== undefined && clusterSizes.length > 0)
     throw new UsageError('--ratchet-root is for the default mode, not --nodes');
   if (values['pg-settle'] !== undefined && clusterSizes.length === 0) throw new UsageError('--pg-settle needs --nodes');
+  if (kafka && clusterSizes.length > 0) throw new UsageError(`--nodes does not run the ${KAFKA_WORKLOAD} workload`);
   const loadGenerators = parseLoadGenerators(values['load-generator'], quick || clusterSizes.length > 0);
   if (clusterSizes.length > 0 && loadGenerators.includes('wrk'))
     throw new UsageError('cluster mode spreads connections over several ingresses, which wrk cannot: use autocannon');
@@ -149,6 +177,9 @@ export function parseSettings(argv: readonly string[]): Settings {
     warmupS: positive('warmup', values.warmup, quick ? 0 : 2),
     concurrencies,
     workloads,
+    kafka,
+    kafkaRecords,
+    kafkaSinks,
     loadGenerators,
     resultsDir: values['results-dir'] ?? join(REPO_ROOT, 'bench', 'results'),
     ratchetEnv,

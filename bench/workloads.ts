@@ -1,12 +1,22 @@
 import * as restate from '@restatedev/restate-sdk';
 
 /**
- * The three workloads, each one SDK handler and the request that drives it. Both runtimes get the same service code
- * (each its own instance, in its own process) and the same requests.
+ * The three HTTP workloads, each one SDK handler and the request that drives it. Both runtimes get the same service
+ * code (each its own instance, in its own process) and the same requests.
  */
 
 export const WORKLOADS = ['noop', 'steps', 'add'] as const;
 export type Workload = (typeof WORKLOADS)[number];
+
+/**
+ * `--workloads kafka` (not in the default list): records of a Kafka topic, each run as one invocation of a sink
+ * (`bench/kafka.ts`). Its sinks: `noop`, the service handler `Bench.noop` (records without a key, spread over the
+ * topic's partitions); `add`, the exclusive object handler `Counter.add` (each record's key is the object key,
+ * `key-<i mod OBJECT_KEYS>`, so the records of one key run one after the other, in order).
+ */
+export const KAFKA_WORKLOAD = 'kafka';
+export const KAFKA_SINKS = ['noop', 'add'] as const;
+export type KafkaSink = (typeof KAFKA_SINKS)[number];
 
 /** The virtual object `add` spreads its calls over this many keys, round robin. */
 export const OBJECT_KEYS = 64;

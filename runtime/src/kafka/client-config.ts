@@ -105,7 +105,8 @@ export function consumerSettings(cluster: KafkaClusterSchema, subscription: Subs
 
   const groupId = get('group.id') ?? subscription.id;
   const client: KafkaConfig = { brokers, clientId: get('client.id') ?? 'restate' };
-  const consumer: ConsumerConfig = { groupId, allowAutoTopicCreation: false };
+  // librdkafka's fetch.wait.max.ms (500 ms), not kafkajs's 5 s: how long a fetch waits at the broker for new records.
+  const consumer: ConsumerConfig = { groupId, allowAutoTopicCreation: false, maxWaitTimeInMs: 500 };
 
   const protocol = (get('security.protocol') ?? 'plaintext').toLowerCase();
   if (!['plaintext', 'ssl', 'sasl_plaintext', 'sasl_ssl'].includes(protocol)) {

@@ -1,12 +1,11 @@
 import * as restate from '@restatedev/restate-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startMockKafka, type MockKafka } from '../../support/kafka.ts';
-import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
-import { registerEndpoint } from '../../support/registration.ts';
-import { startRuntimeProcess, type RuntimeProcess } from '../../support/runtime-process.ts';
-import { startEndpoint, type SdkEndpoint } from '../../support/sdk-endpoint.ts';
+import type { MockKafka } from '../../support/kafka.ts';
+import type { TestDatabase } from '../../support/postgres.ts';
+import type { RuntimeProcess } from '../../support/runtime-process.ts';
+import type { SdkEndpoint } from '../../support/sdk-endpoint.ts';
 import { waitFor } from '../../support/wait.ts';
-import { metricValue, produce, queryRows, registerKafkaCluster, subscribe } from './support.ts';
+import { metricValue, produce, queryRows, startKafkaLab, stopKafkaLab, subscribe } from './support.ts';
 
 /**
  * Back-pressure: with RATCHET_KAFKA_MAX_INFLIGHT_PER_PARTITION=3 and a handler that does not finish, a consumer
@@ -41,24 +40,14 @@ describe('Kafka back-pressure', () => {
   let endpoint: SdkEndpoint;
 
   beforeAll(async () => {
-    kafka = await startMockKafka({ brokers: 1 });
-    db = await createTestDatabase();
-    runtime = await startRuntimeProcess({
-      databaseUrl: db.url,
+    ({ kafka, db, runtime, endpoint } = await startKafkaLab({
+      services: [slow],
+      brokers: 1,
       env: { RATCHET_PARTITIONS: '4', RATCHET_KAFKA_MAX_INFLIGHT_PER_PARTITION: String(LIMIT) },
-    });
-    endpoint = await startEndpoint({ services: [slow], transport: 'h2' });
-    await registerEndpoint(runtime, endpoint);
-    await registerKafkaCluster(runtime.adminUrl, 'local', kafka.brokers);
+    }));
   }, 90_000);
 
-  afterAll(async () => {
-    open();
-    await runtime?.stop();
-    await endpoint?.close();
-    await kafka?.stop();
-    await db?.drop();
-  });
+  afterAll(() => stopKafkaLab({ runtime, endpoint, kafka, db }));
 
   it('pauses a partition at the limit of unfinished invocations and resumes as they finish', async () => {
     await produce(

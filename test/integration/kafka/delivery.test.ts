@@ -1,12 +1,11 @@
 import * as restate from '@restatedev/restate-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startMockKafka, type MockKafka } from '../../support/kafka.ts';
-import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
-import { registerEndpoint } from '../../support/registration.ts';
-import { startRuntimeProcess, type RuntimeProcess } from '../../support/runtime-process.ts';
-import { startEndpoint, type SdkEndpoint } from '../../support/sdk-endpoint.ts';
+import type { MockKafka } from '../../support/kafka.ts';
+import type { TestDatabase } from '../../support/postgres.ts';
+import type { RuntimeProcess } from '../../support/runtime-process.ts';
+import type { SdkEndpoint } from '../../support/sdk-endpoint.ts';
 import { waitFor } from '../../support/wait.ts';
-import { metricValue, produce, queryRows, registerKafkaCluster, subscribe } from './support.ts';
+import { metricValue, produce, queryRows, startKafkaLab, stopKafkaLab, subscribe } from './support.ts';
 
 /**
  * Records of a Kafka topic (librdkafka's mock cluster, real wire protocol) reach their sinks through a real runtime:
@@ -73,20 +72,14 @@ describe('Kafka subscriptions deliver records to every kind of sink', () => {
   let endpoint: SdkEndpoint;
 
   beforeAll(async () => {
-    kafka = await startMockKafka({ brokers: 3 });
-    db = await createTestDatabase();
-    runtime = await startRuntimeProcess({ databaseUrl: db.url, env: { RATCHET_PARTITIONS: '8' } });
-    endpoint = await startEndpoint({ services: [sinkService, ledger, job], transport: 'h2' });
-    await registerEndpoint(runtime, endpoint);
-    await registerKafkaCluster(runtime.adminUrl, 'local', kafka.brokers);
+    ({ kafka, db, runtime, endpoint } = await startKafkaLab({
+      services: [sinkService, ledger, job],
+      brokers: 3,
+      env: { RATCHET_PARTITIONS: '8' },
+    }));
   }, 90_000);
 
-  afterAll(async () => {
-    await runtime?.stop();
-    await endpoint?.close();
-    await kafka?.stop();
-    await db?.drop();
-  });
+  afterAll(() => stopKafkaLab({ runtime, endpoint, kafka, db }));
 
   const invocationsOf = async (subscription: string): Promise<Record<string, unknown>[]> =>
     queryRows(

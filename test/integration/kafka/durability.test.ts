@@ -1,13 +1,12 @@
 import * as restate from '@restatedev/restate-sdk';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startMockKafka, type MockKafka } from '../../support/kafka.ts';
-import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
-import { registerEndpoint } from '../../support/registration.ts';
+import type { MockKafka } from '../../support/kafka.ts';
+import type { TestDatabase } from '../../support/postgres.ts';
 import { startRuntimeProcess, type RuntimeProcess } from '../../support/runtime-process.ts';
-import { startEndpoint, type SdkEndpoint } from '../../support/sdk-endpoint.ts';
+import type { SdkEndpoint } from '../../support/sdk-endpoint.ts';
 import { waitFor } from '../../support/wait.ts';
-import { metricValue, produce, queryRows, registerKafkaCluster, subscribe, unsubscribe } from './support.ts';
+import { metricValue, produce, queryRows, startKafkaLab, stopKafkaLab, subscribe, unsubscribe } from './support.ts';
 
 /**
  * Exactly once under failure: the runtime is SIGKILLed while it consumes (records fetched, some enqueued and not
@@ -54,20 +53,10 @@ describe('Kafka subscriptions: exactly once across a SIGKILL and a redelivery', 
   const env = { RATCHET_PARTITIONS: '8' };
 
   beforeAll(async () => {
-    kafka = await startMockKafka({ brokers: 1 });
-    db = await createTestDatabase();
-    runtime = await startRuntimeProcess({ databaseUrl: db.url, env });
-    endpoint = await startEndpoint({ services: [tally], transport: 'h2' });
-    await registerEndpoint(runtime, endpoint);
-    await registerKafkaCluster(runtime.adminUrl, 'local', kafka.brokers);
+    ({ kafka, db, runtime, endpoint } = await startKafkaLab({ services: [tally], brokers: 1, env: env }));
   }, 90_000);
 
-  afterAll(async () => {
-    await runtime?.stop();
-    await endpoint?.close();
-    await kafka?.stop();
-    await db?.drop();
-  });
+  afterAll(() => stopKafkaLab({ runtime, endpoint, kafka, db }));
 
   const entriesOf = async (key: string): Promise<number[]> => {
     const res = await fetch(`${runtime.ingressUrl}/Tally/${key}/entries`, { method: 'POST' });

@@ -1,13 +1,12 @@
 import * as restate from '@restatedev/restate-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startMockKafka, type MockKafka } from '../../support/kafka.ts';
+import type { MockKafka } from '../../support/kafka.ts';
 import { freePort } from '../../support/ports.ts';
-import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
-import { registerEndpoint } from '../../support/registration.ts';
-import { startRuntimeProcess, type RuntimeProcess } from '../../support/runtime-process.ts';
-import { startEndpoint, type SdkEndpoint } from '../../support/sdk-endpoint.ts';
+import type { TestDatabase } from '../../support/postgres.ts';
+import type { RuntimeProcess } from '../../support/runtime-process.ts';
+import type { SdkEndpoint } from '../../support/sdk-endpoint.ts';
 import { waitFor } from '../../support/wait.ts';
-import { metricValue, produce, subscribe, unsubscribe } from './support.ts';
+import { metricValue, produce, startKafkaLab, stopKafkaLab, subscribe, unsubscribe } from './support.ts';
 
 /**
  * What a user sees of a subscription's consumers: `GET /subscriptions/{id}/status` says whether it consumes (group,
@@ -42,19 +41,14 @@ describe('Kafka subscription status and errors', () => {
   let endpoint: SdkEndpoint;
 
   beforeAll(async () => {
-    kafka = await startMockKafka({ brokers: 1 });
-    db = await createTestDatabase();
-    runtime = await startRuntimeProcess({ databaseUrl: db.url, env: { RATCHET_PARTITIONS: '4' } });
-    endpoint = await startEndpoint({ services: [echo], transport: 'h2' });
-    await registerEndpoint(runtime, endpoint);
+    ({ kafka, db, runtime, endpoint } = await startKafkaLab({
+      services: [echo],
+      brokers: 1,
+      env: { RATCHET_PARTITIONS: '4' },
+    }));
   }, 90_000);
 
-  afterAll(async () => {
-    await runtime?.stop();
-    await endpoint?.close();
-    await kafka?.stop();
-    await db?.drop();
-  });
+  afterAll(() => stopKafkaLab({ runtime, endpoint, kafka, db }));
 
   const admin = async (method: string, path: string, body?: unknown): Promise<{ status: number; json: unknown }> => {
     const res = await fetch(`${runtime.adminUrl}${path}`, {

@@ -1,5 +1,10 @@
 import { Kafka, logLevel, type Message } from 'kafkajs';
 import { expect } from 'vitest';
+import { startMockKafka, type MockKafka } from '../../support/kafka.ts';
+import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
+import { registerEndpoint } from '../../support/registration.ts';
+import { startRuntimeProcess, type RuntimeProcess } from '../../support/runtime-process.ts';
+import { startEndpoint, type SdkEndpoint, type StartEndpointOptions } from '../../support/sdk-endpoint.ts';
 
 /** What the Kafka subscription tests share: the admin calls that set a subscription up, producing, reading back. */
 
@@ -75,4 +80,38 @@ export async function metricValue(metricsUrl: string, name: string, labels: Reco
     if (Object.entries(labels).every(([k, v]) => have.get(k) === v)) sum += Number(match[2]);
   }
   return sum;
+}
+
+/** What a Kafka test runs against: a mock Kafka cluster, a database, one runtime, the SDK services it calls. */
+export interface KafkaLab {
+  kafka: MockKafka;
+  db: TestDatabase;
+  runtime: RuntimeProcess;
+  endpoint: SdkEndpoint;
+}
+
+/**
+ * Starts a lab: the runtime (with `env`) has the services of `services` registered and the mock cluster registered
+ * as the Kafka cluster `local`.
+ */
+export async function startKafkaLab(options: {
+  services: StartEndpointOptions['services'];
+  brokers?: number;
+  env?: Record<string, string>;
+}): Promise<KafkaLab> {
+  const kafka = await startMockKafka({ brokers: options.brokers ?? 1 });
+  const db = await createTestDatabase();
+  const runtime = await startRuntimeProcess({ databaseUrl: db.url, env: options.env ?? {} });
+  const endpoint = await startEndpoint({ services: options.services, transport: 'h2' });
+  await registerEndpoint(runtime, endpoint);
+  await registerKafkaCluster(runtime.adminUrl, 'local', kafka.brokers);
+  return { kafka, db, runtime, endpoint };
+}
+
+/** Stops what a lab started (each part that exists), the runtime first. */
+export async function stopKafkaLab(lab: Partial<KafkaLab>): Promise<void> {
+  await lab.runtime?.stop();
+  await lab.endpoint?.close();
+  await lab.kafka?.stop();
+  await lab.db?.drop();
 }

@@ -652,3 +652,10 @@ describe('consumerSettings: values that only look right', () => {
     expect(e.message).toContain("'YES'");
   });
 });
+
+describe('consumerSettings: defaults of librdkafka, not of kafkajs', () => {
+  it('waits at most 500 ms for a fetch (fetch.wait.max.ms), unless told otherwise', () => {
+    expect(settings({}).consumer.maxWaitTimeInMs).toBe(500);
+    expect(settings({}, { 'fetch.wait.max.ms': '100' }).consumer.maxWaitTimeInMs).toBe(100);
+  });
+});
