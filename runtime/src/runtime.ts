@@ -343,7 +343,7 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
       reportIntervalMs: 2_000,
       options: {
         maxInflightPerPartition: config.kafka.maxInflightPerPartition,
-        backpressureCheckMs: 500,
+        backpressureCheckMs: 200,
         retryMinMs: 1_000,
         retryMaxMs: 30_000,
         lagRefreshMs: 5_000,

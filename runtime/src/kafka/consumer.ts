@@ -403,7 +403,9 @@ export class SubscriptionConsumer {
         continue;
       }
       const size = this.inflight.get(partition)?.size ?? 0;
-      if (size >= this.deps.options.maxInflightPerPartition) continue;
+      // Resumed once half the limit finished: each pause lets a good share through, rather than one record at a time
+      // (every pause and resume costs a fetch and a check).
+      if (size > Math.floor(this.deps.options.maxInflightPerPartition / 2)) continue;
       this.pausedPartitions.delete(partition);
       const status = this.partitions.get(partition);
       if (status !== undefined) status.paused = false;

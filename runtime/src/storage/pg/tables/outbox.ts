@@ -136,19 +136,33 @@ export async function enqueueOutboxRequests(
   requests: { partition: number; targetInvocationId: string; request: OutboxRequest }[],
 ): Promise<OutboxRow[]> {
   if (requests.length === 0) return [];
-  const res = await db.query({
+  const res = await db.query<{ seq: string }>({
     name: 'outbox_enqueue',
     text: `INSERT INTO ratchet.outbox (partition_id, target_invocation_id, entry_type, request)
            SELECT q.partition_id, q.target_invocation_id, 0, q.request
              FROM unnest($1::int[], $2::text[], $3::jsonb[]) WITH ORDINALITY
                   AS q(partition_id, target_invocation_id, request, n)
             ORDER BY q.n
-           RETURNING ${OUTBOX_COLUMNS}`,
+           RETURNING seq::text`,
     values: [
       requests.map((r) => r.partition),
       requests.map((r) => r.targetInvocationId),
       requests.map((r) => JSON.stringify(r.request)),
     ],
   });
-  return (res.rows as Record<string, unknown>[]).map(toOutboxRow).sort((a, b) => Number(BigInt(a.seq) - BigInt(b.seq)));
+  // The seqs were drawn in the order of the requests: the rows are the requests with them (no need to read the
+  // requests back from PostgreSQL).
+  const seqs = res.rows.map((r) => r.seq).sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : 1));
+  return requests.map((r, i) => ({
+    seq: seqs[i]!,
+    partitionId: r.partition,
+    targetInvocationId: r.targetInvocationId,
+    entryType: 0,
+    completionId: null,
+    signalIdx: null,
+    signalName: null,
+    sourceInvocationId: null,
+    raw: null,
+    request: r.request,
+  }));
 }
