@@ -201,7 +201,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
     },
     kafka: {
       clusters: kafkaClusters(read.raw('RATCHET_KAFKA_CLUSTERS')),
-      maxInflightPerPartition: read.integer('RATCHET_KAFKA_MAX_INFLIGHT_PER_PARTITION', 1000, {
+      maxInflightPerPartition: read.integer('RATCHET_KAFKA_MAX_INFLIGHT_PER_PARTITION', 250, {
         min: 1,
         max: 1_000_000,
       }),

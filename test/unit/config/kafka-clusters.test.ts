@@ -33,8 +33,8 @@ function failure(load: () => Config): string {
 }
 
 describe('kafka clusters in the configuration', () => {
-  it('has none by default, and pauses a partition at 1000 unfinished records', () => {
-    expect(loadConfig({ env: {}, cwd: dir }).kafka).toEqual({ clusters: [], maxInflightPerPartition: 1000 });
+  it('has none by default, and pauses a partition at 250 unfinished records', () => {
+    expect(loadConfig({ env: {}, cwd: dir }).kafka).toEqual({ clusters: [], maxInflightPerPartition: 250 });
   });
 
   it('reads the back-pressure limit, and refuses one that cannot work', () => {
