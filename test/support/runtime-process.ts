@@ -66,8 +66,22 @@ async function pickPorts(given: Partial<RuntimePorts> = {}): Promise<RuntimePort
   };
 }
 
+/** Starts on the ports given, or on free ones; picked ports another process took meanwhile are picked again. */
 export async function startRuntimeProcess(options: StartRuntimeProcessOptions): Promise<RuntimeProcess> {
-  const ports = await pickPorts(options.ports);
+  for (let attempt = 1; ; attempt++) {
+    const ports = await pickPorts(options.ports);
+    try {
+      return await startOnce(options, ports);
+    } catch (err) {
+      // A port picked free a moment ago can be taken before the runtime binds it (an outgoing connection's local
+      // port comes from the same range): with ports of our own choosing, try others.
+      const picked = Object.keys(ports).some((k) => options.ports?.[k as keyof RuntimePorts] === undefined);
+      if (attempt >= 3 || !picked || !String((err as Error).message).includes('EADDRINUSE')) throw err;
+    }
+  }
+}
+
+async function startOnce(options: StartRuntimeProcessOptions, ports: RuntimePorts): Promise<RuntimeProcess> {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     RATCHET_DATABASE_URL: options.databaseUrl,
