@@ -49,6 +49,17 @@ export class AdminApiError extends Error {
   }
 }
 
+/**
+ * Whether the runtime may answer differently later with nothing changed on our side: unreachable (status 0), 408,
+ * 429 and server errors. Not 501 Not Implemented: a runtime that does not implement what was asked (a Lambda endpoint
+ * on a runtime without Lambda support) refuses it again on every retry, like a 4xx, until the spec or the runtime
+ * changes.
+ */
+export function isTransientAdminError(err: AdminApiError): boolean {
+  if (err.status === 501) return false;
+  return err.status === 0 || err.status >= 500 || err.status === 408 || err.status === 429;
+}
+
 /** One runtime's admin API. Methods throw AdminApiError for error answers and for an unreachable runtime (status 0). */
 export interface AdminClient {
   version(): Promise<VersionInformation>;

@@ -5,6 +5,12 @@ import { clusterLabels } from './names.ts';
 
 /** Pod template annotation whose change rolls the runtime pods: config and every Secret value the pods read. */
 export const CONFIG_HASH_ANNOTATION = `${GROUP}/config-hash`;
+/**
+ * Pod template annotation: digest of the annotations of the ServiceAccount the operator creates. The admission
+ * webhooks that give pods a cloud identity (IRSA's `eks.amazonaws.com/role-arn`) read them only when a pod is created,
+ * so a change rolls the pods. Absent when that ServiceAccount has no annotations.
+ */
+export const SERVICE_ACCOUNT_HASH_ANNOTATION = `${GROUP}/service-account-hash`;
 /** On every object of the bundled PostgreSQL, so nobody mistakes it for a production database. */
 export const TEST_ONLY_ANNOTATION = `${GROUP}/test-only`;
 /** Human-readable purpose of a child object, shown by `kubectl describe`. */

@@ -1,7 +1,7 @@
 import { LISTENER_PORTS, LISTENERS, type ListenerName } from '../api/v1alpha1/cluster.ts';
 import type { Cluster } from '../api/v1alpha1/index.ts';
 import { AUTH_KEYS_FILE_KEY, CONFIG_FILE_KEY } from './config-map.ts';
-import { CONFIG_HASH_ANNOTATION, childMeta, digest } from './meta.ts';
+import { CONFIG_HASH_ANNOTATION, SERVICE_ACCOUNT_HASH_ANNOTATION, childMeta, digest } from './meta.ts';
 import { clusterLabels, clusterNames, selectorLabels } from './names.ts';
 import type {
   Container,
@@ -285,6 +285,14 @@ function podSpec(cluster: Cluster): PodSpec {
   return spec;
 }
 
+/** SERVICE_ACCOUNT_HASH_ANNOTATION's value: undefined unless the operator creates the ServiceAccount, with annotations. */
+export function serviceAccountHash(cluster: Cluster): string | undefined {
+  const sa = cluster.spec.serviceAccount;
+  if (!(sa?.create ?? true)) return undefined;
+  const annotations = sa?.annotations ?? {};
+  return Object.keys(annotations).length === 0 ? undefined : digest(annotations);
+}
+
 export interface RuntimeDeploymentInputs {
   /** configHash(…) of the ConfigMap data and Secret values the pods read. */
   readonly configHash: string;
@@ -293,6 +301,7 @@ export interface RuntimeDeploymentInputs {
 export function buildRuntimeDeployment(cluster: Cluster, inputs: RuntimeDeploymentInputs): DeploymentObject {
   const name = cluster.metadata.name;
   const pod = cluster.spec.pod;
+  const saHash = serviceAccountHash(cluster);
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
@@ -305,7 +314,11 @@ export function buildRuntimeDeployment(cluster: Cluster, inputs: RuntimeDeployme
       template: {
         metadata: {
           labels: { ...pod?.labels, ...clusterLabels(name) },
-          annotations: { ...pod?.annotations, [CONFIG_HASH_ANNOTATION]: inputs.configHash },
+          annotations: {
+            ...pod?.annotations,
+            [CONFIG_HASH_ANNOTATION]: inputs.configHash,
+            ...(saHash === undefined ? {} : { [SERVICE_ACCOUNT_HASH_ANNOTATION]: saHash }),
+          },
         },
         spec: podSpec(cluster),
       },

@@ -296,11 +296,26 @@ export const ClusterSpec = Type.Object(
       }),
     ),
     serviceAccount: Type.Optional(
-      Type.Object({
-        create: Type.Optional(Type.Boolean({ default: true })),
-        name: Type.Optional(Name('ServiceAccount name (default: the cluster name).')),
-        annotations: Type.Optional(StringMap({ description: 'e.g. eks.amazonaws.com/role-arn for Lambda access.' })),
-      }),
+      Type.Object(
+        {
+          create: Type.Optional(
+            Type.Boolean({
+              default: true,
+              description: 'Create the ServiceAccount (false: use an existing one, or the namespace default).',
+            }),
+          ),
+          name: Type.Optional(Name('ServiceAccount name (default: the cluster name).')),
+          annotations: Type.Optional(
+            StringMap({
+              description:
+                'Annotations of the ServiceAccount the operator creates, e.g. eks.amazonaws.com/role-arn (IRSA): the ' +
+                "runtime's AWS role, which assumes a Lambda Deployment's assumeRoleArn with the cluster name as " +
+                'external id. A change rolls the pods. Not used when create is false.',
+            }),
+          ),
+        },
+        { description: "The runtime pods' identity, e.g. for invoking AWS Lambda." },
+      ),
     ),
     pod: Type.Optional(Pod),
     drainTimeout: Type.Optional(

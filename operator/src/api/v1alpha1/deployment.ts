@@ -68,8 +68,20 @@ const HttpEndpoint = Type.Object(
 );
 
 const LambdaEndpoint = Type.Object({
-  arn: Type.String({ maxLength: 2048, pattern: QUALIFIED_LAMBDA_ARN, description: 'Qualified function ARN.' }),
-  assumeRoleArn: Type.Optional(Type.String({ maxLength: 2048, pattern: '^arn:aws[a-zA-Z-]*:iam::[0-9]{12}:role/.+$' })),
+  arn: Type.String({
+    maxLength: 2048,
+    pattern: QUALIFIED_LAMBDA_ARN,
+    description: 'Qualified function ARN: with a version, an alias or $LATEST.',
+  }),
+  assumeRoleArn: Type.Optional(
+    Type.String({
+      maxLength: 2048,
+      pattern: '^arn:aws[a-zA-Z-]*:iam::[0-9]{12}:role/.+$',
+      description:
+        'IAM role the runtime assumes to invoke the function (sts:ExternalId = the cluster name); without it the ' +
+        "runtime's own credentials (the Cluster's service account) invoke it. A change is applied in place.",
+    }),
+  ),
 });
 
 export const DeploymentSpec = Type.Object(

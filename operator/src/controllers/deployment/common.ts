@@ -101,11 +101,6 @@ export async function otherRegistrations(ctx: ReconcileContext, dep: DeploymentO
   return held;
 }
 
-/** Transient: the runtime may answer differently later (unreachable, 5xx, 408, 429). */
-export function isTransient(err: AdminApiError): boolean {
-  return err.status === 0 || err.status >= 500 || err.status === 408 || err.status === 429;
-}
-
 export function adminErrorMessage(err: AdminApiError): string {
   const status = err.status === 0 ? 'unreachable' : `HTTP ${err.status}`;
   return `admin API ${status}${err.code === undefined ? '' : ` ${err.code}`}: ${err.message}`;

@@ -1,5 +1,6 @@
 import {
   AdminApiError,
+  isTransientAdminError,
   type AdminClient,
   type DeploymentResponse,
   type RegisterDeploymentResponse,
@@ -19,7 +20,6 @@ import {
   REQUEUE_MS,
   adminErrorMessage,
   deregister,
-  isTransient,
   otherRegistrations,
   record,
   type Draft,
@@ -93,6 +93,32 @@ function notLatestFor(id: string, served: readonly { name: string }[], services:
   return served.filter((s) => latest.get(s.name) !== id).map((s) => s.name);
 }
 
+/**
+ * Why the runtime refused a registration, for the Stalled condition: a 4xx other than 408/429, or 501 (the runtime
+ * does not implement that kind of endpoint). Only a change of the spec, or of the runtime, makes it answer otherwise,
+ * so it is not retried with backoff; a change of the resource or its Cluster (an upgraded runtime) and the periodic
+ * resync try again.
+ */
+function refusal(err: AdminApiError): { reason: string; hint: string } {
+  if (err.status === 409 && err.code === 'META0004') {
+    return {
+      reason: 'EndpointConflict',
+      hint:
+        ' — the endpoint is already registered with a different manifest; set spec.registration.force: true to ' +
+        'overwrite it in place, or serve the new version under a new URI',
+    };
+  }
+  if (err.status === 501) {
+    return {
+      reason: 'NotImplemented',
+      hint:
+        ' — this runtime does not implement it; registration is tried again when the Deployment or its Cluster ' +
+        'changes (an upgraded runtime image)',
+    };
+  }
+  return { reason: 'RegistrationRejected', hint: '' };
+}
+
 async function register(
   ctx: ReconcileContext,
   dep: DeploymentObject,
@@ -131,13 +157,8 @@ async function register(
     }
   } catch (err) {
     if (!(err instanceof AdminApiError)) throw err;
-    if (isTransient(err)) return failTransient(draft, err, `registering ${ep.endpoint}`);
-    const conflict = err.status === 409 && err.code === 'META0004';
-    const reason = conflict ? 'EndpointConflict' : 'RegistrationRejected';
-    const hint = conflict
-      ? ' — the endpoint is already registered with a different manifest; set spec.registration.force: true to ' +
-        'overwrite it in place, or serve the new version under a new URI'
-      : '';
+    if (isTransientAdminError(err)) return failTransient(draft, err, `registering ${ep.endpoint}`);
+    const { reason, hint } = refusal(err);
     const message = `registering ${ep.endpoint}: ${adminErrorMessage(err)}${hint}`;
     const before = draft.condition(CONDITION.stalled);
     draft.conditions(
@@ -223,13 +244,18 @@ async function updateInPlace(
     });
   } catch (err) {
     if (!(err instanceof AdminApiError)) throw err;
-    if (isTransient(err) || err.status === 404) return failTransient(draft, err, `updating ${id}`);
+    // 404: the deployment went between observing and updating; the next pass registers it again.
+    if (isTransientAdminError(err) || err.status === 404) return failTransient(draft, err, `updating ${id}`);
     const message = `updating ${id} in place: ${adminErrorMessage(err)}`;
+    const before = draft.condition(CONDITION.stalled);
     draft.conditions(
       { type: CONDITION.ready, status: 'False', reason: 'UpdateRejected', message },
       { type: CONDITION.stalled, status: 'True', reason: 'UpdateRejected', message },
       { type: CONDITION.reconciling, status: 'False', reason: 'UpdateRejected', message },
     );
+    if (before?.status !== 'True' || before.message !== message) {
+      await record(ctx, dep, 'Warning', 'UpdateRejected', message, 'Update');
+    }
     return { kind: 'stalled' };
   }
   draft.status.headersHash = ep.headersHash;

@@ -1,5 +1,6 @@
 import {
   AdminApiError,
+  isTransientAdminError,
   type AdminClient,
   type ServiceMetadata,
   type SubscriptionResponse,
@@ -53,9 +54,6 @@ function sameNamespace(a: KubeObject, b: KubeObject): boolean {
   return (a.metadata.namespace ?? 'default') === (b.metadata.namespace ?? 'default');
 }
 
-const isTransient = (err: AdminApiError): boolean =>
-  err.status === 0 || err.status >= 500 || err.status === 408 || err.status === 429;
-
 function adminErrorMessage(err: AdminApiError): string {
   const status = err.status === 0 ? 'unreachable' : `HTTP ${err.status}`;
   return `admin API ${status}${err.code === undefined ? '' : ` ${err.code}`}: ${err.message}`;
@@ -74,7 +72,7 @@ async function adminFailure(draft: Draft, err: AdminApiError, what: string): Pro
   const message = `${what}: ${adminErrorMessage(err)}`;
   waiting(draft, 'AdminAPIError', message);
   await draft.flush();
-  if (isTransient(err)) throw err;
+  if (isTransientAdminError(err)) throw err;
   return { requeueAfterMs: REQUEUE_MS.rejected };
 }
 
@@ -272,7 +270,7 @@ async function reconcileLive(ctx: ReconcileContext, found: SubscriptionObject): 
     const failure = `reading the consumer status of ${synced.id}: ${adminErrorMessage(err)}`;
     notConsuming(draft, syncedCondition, 'AdminAPIError', failure);
     await draft.flush();
-    if (isTransient(err)) throw err;
+    if (isTransientAdminError(err)) throw err;
     return { requeueAfterMs: REQUEUE_MS.rejected };
   }
   writeConsumerFields(s, consumer);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OperatorHandle } from '../../../../operator/src/operator.ts';
-import { CONFIG_HASH_ANNOTATION } from '../../../../operator/src/specs/meta.ts';
+import { CONFIG_HASH_ANNOTATION, SERVICE_ACCOUNT_HASH_ANNOTATION } from '../../../../operator/src/specs/meta.ts';
 import { FakeAdmin } from '../../../support/operator/fake-admin.ts';
 import {
   OPERATOR_NAMESPACE,
@@ -39,7 +39,7 @@ function dsn(host: string): object {
   };
 }
 
-function cluster(replicaCount: number): object {
+function cluster(replicaCount: number, extra: Record<string, unknown> = {}): object {
   return {
     apiVersion: API,
     kind: 'Cluster',
@@ -48,7 +48,27 @@ function cluster(replicaCount: number): object {
       image: 'ghcr.io/ratchet-dev/ratchet-runtime:dev',
       replicas: replicaCount,
       database: { secretRef: { name: 'main-db' } },
+      ...extra,
     },
+  };
+}
+
+interface PodTemplate {
+  metadata?: { annotations?: Record<string, string> };
+  spec: { serviceAccountName?: string; automountServiceAccountToken?: boolean };
+}
+
+function podTemplate(): PodTemplate | undefined {
+  const d = h.fake.get({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: NS, name: 'main' });
+  return (d?.['spec'] as { template: PodTemplate } | undefined)?.template;
+}
+
+function runtimeServiceAccount(): { annotations?: Record<string, string>; automount: boolean | undefined } | undefined {
+  const sa = h.fake.get({ apiVersion: 'v1', kind: 'ServiceAccount', namespace: NS, name: 'main' });
+  if (sa === undefined) return undefined;
+  return {
+    ...(sa.metadata.annotations === undefined ? {} : { annotations: sa.metadata.annotations }),
+    automount: sa['automountServiceAccountToken'] as boolean | undefined,
   };
 }
 
@@ -130,6 +150,42 @@ describe('Cluster controller, two operator replicas, against the fake API server
 
     await applyAsUser(h, [cluster(3)]);
     await expect.poll(() => runtimeDeployment()?.replicas, { timeout: 15_000 }).toBe(3);
+    await waitReady();
+  });
+
+  it("keeps the runtime pods' ServiceAccount annotations (IRSA) in sync and rolls the pods when they change", async () => {
+    const IRSA = 'eks.amazonaws.com/role-arn';
+    const irsa = (role: string) => ({
+      serviceAccount: { annotations: { [IRSA]: `arn:aws:iam::123456789012:role/${role}` } },
+    });
+    await applyAsUser(h, [cluster(3, irsa('ratchet-runtime'))]);
+    await expect
+      .poll(() => runtimeServiceAccount()?.annotations?.[IRSA], { timeout: 15_000 })
+      .toBe('arn:aws:iam::123456789012:role/ratchet-runtime');
+    expect(runtimeServiceAccount()?.automount).toBe(false);
+    await expect
+      .poll(() => podTemplate()?.metadata?.annotations?.[SERVICE_ACCOUNT_HASH_ANNOTATION], { timeout: 15_000 })
+      .toMatch(/^[0-9a-f]{16}$/);
+    const first = podTemplate()!;
+    expect(first.spec).toMatchObject({ serviceAccountName: 'main', automountServiceAccountToken: false });
+    await waitReady();
+
+    // Another role: the ServiceAccount is updated in place and the pods roll, so that the webhook injects it.
+    await applyAsUser(h, [cluster(3, irsa('ratchet-runtime-2'))]);
+    await expect
+      .poll(() => runtimeServiceAccount()?.annotations?.[IRSA], { timeout: 15_000 })
+      .toBe('arn:aws:iam::123456789012:role/ratchet-runtime-2');
+    await expect
+      .poll(() => podTemplate()?.metadata?.annotations?.[SERVICE_ACCOUNT_HASH_ANNOTATION], { timeout: 15_000 })
+      .not.toBe(first.metadata?.annotations?.[SERVICE_ACCOUNT_HASH_ANNOTATION]);
+    await waitReady();
+
+    // Gone from the spec: gone from the ServiceAccount (server-side apply drops what the operator no longer sets).
+    await applyAsUser(h, [cluster(3)]);
+    await expect.poll(() => runtimeServiceAccount()?.annotations?.[IRSA], { timeout: 15_000 }).toBeUndefined();
+    await expect
+      .poll(() => podTemplate()?.metadata?.annotations?.[SERVICE_ACCOUNT_HASH_ANNOTATION], { timeout: 15_000 })
+      .toBeUndefined();
     await waitReady();
   });
 

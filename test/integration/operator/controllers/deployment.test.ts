@@ -242,4 +242,42 @@ describe('Deployment and Subscription controllers against the fake API server', 
     expect(h.fake.get({ apiVersion: API, kind: 'Deployment', namespace: NS, name: 'paused' })).toBeUndefined();
     expect(admin.deploymentIds()).not.toContain(id);
   });
+
+  it("a Lambda Deployment a runtime refuses with 501 is Stalled with the runtime's message; a new runtime image registers it", async () => {
+    const arn = 'arn:aws:lambda:eu-central-1:123456789012:function:greeter:1';
+    const role = 'arn:aws:iam::123456789012:role/ratchet-invoker';
+    admin.serve(arn, { Greeter: ['greet'] });
+    let supported = false;
+    admin.failNext(
+      (op) => !supported && op === 'registerDeployment',
+      () => new AdminApiError(501, 'Lambda deployments are not supported by this version of Ratchet'),
+      1_000,
+    );
+    await applyAsUser(h, [
+      {
+        apiVersion: API,
+        kind: 'Deployment',
+        metadata: { name: 'lambda', namespace: NS },
+        spec: { clusterRef: { name: 'main' }, endpoint: { lambda: { arn, assumeRoleArn: role } } },
+      },
+    ]);
+    await expect
+      .poll(() => condition('Deployment', 'lambda', 'Stalled'), { timeout: 20_000 })
+      .toMatchObject({ status: 'True', reason: 'NotImplemented' });
+    expect(condition('Deployment', 'lambda', 'Stalled')?.message).toContain(
+      'admin API HTTP 501: Lambda deployments are not supported by this version of Ratchet',
+    );
+    expect(condition('Deployment', 'lambda', 'Ready')).toMatchObject({ status: 'False', reason: 'NotImplemented' });
+    await expect.poll(() => eventsAbout('Deployment', 'lambda').get('NotImplemented')?.objects).toBe(1);
+
+    // The runtime is upgraded to one that supports Lambda: the Cluster's change wakes the stalled Deployment.
+    supported = true;
+    const patch = JSON.stringify({ spec: { image: 'ghcr.io/ratchet-dev/ratchet-runtime:dev-lambda' } });
+    const res = await kubectl(h, ['patch', '-n', NS, 'rtc/main', '--type=merge', '-p', patch]);
+    expect(res.code, res.stderr).toBe(0);
+    await waitReady('deployments.ratchet.dev/lambda', '60s');
+    const id = statusOf('Deployment', 'lambda').deploymentId!;
+    expect(admin.deploymentById(id)).toMatchObject({ arn, assume_role_arn: role });
+    expect(condition('Deployment', 'lambda', 'Stalled')?.status).toBe('False');
+  });
 });

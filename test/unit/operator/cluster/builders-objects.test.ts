@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { CHILD_KINDS, childKey, wantedChildren } from '../../../../operator/src/specs/children.ts';
-import { TEST_ONLY_ANNOTATION } from '../../../../operator/src/specs/meta.ts';
+import { SERVICE_ACCOUNT_HASH_ANNOTATION, TEST_ONLY_ANNOTATION } from '../../../../operator/src/specs/meta.ts';
 import { buildNetworkPolicy } from '../../../../operator/src/specs/network-policy.ts';
 import { buildPodDisruptionBudget } from '../../../../operator/src/specs/pod-disruption-budget.ts';
 import { buildPostgresService, buildPostgresStatefulSet } from '../../../../operator/src/specs/postgres.ts';
@@ -236,6 +236,20 @@ describe('ServiceAccount', () => {
   it('is not created when create is false; the pods then use the named one or the default', () => {
     expect(buildServiceAccount(cluster({ serviceAccount: { create: false } }))).toBeUndefined();
     expect(deployment({ serviceAccount: { create: false } }).spec.template.spec.serviceAccountName).toBeUndefined();
+  });
+
+  it('rolls the pods when its annotations change: identity webhooks (IRSA) read them only at pod creation', () => {
+    const hashOf = (spec: Parameters<typeof cluster>[0]) =>
+      deployment(spec).spec.template.metadata.annotations[SERVICE_ACCOUNT_HASH_ANNOTATION];
+    const role = (name: string) => ({ annotations: { 'eks.amazonaws.com/role-arn': `arn:aws:iam::1:role/${name}` } });
+    const one = hashOf({ serviceAccount: role('one') });
+    expect(one).toMatch(/^[0-9a-f]{16}$/);
+    expect(hashOf({ serviceAccount: role('one') })).toBe(one);
+    expect(hashOf({ serviceAccount: role('two') })).not.toBe(one);
+    // Without annotations (and for a ServiceAccount the operator does not create) the template is as before.
+    expect(hashOf({})).toBeUndefined();
+    expect(hashOf({ serviceAccount: { annotations: {} } })).toBeUndefined();
+    expect(hashOf({ serviceAccount: { create: false, name: 'mine', ...role('one') } })).toBeUndefined();
   });
 });
 

@@ -34,16 +34,18 @@ describe('failures', () => {
     expect(cond('Ready')?.status).toBe('True');
   });
 
-  it('other 4xx answers are Stalled; 5xx and an unreachable runtime are thrown for the queue to back off', async () => {
+  it('other 4xx answers are Stalled; 5xx but 501, 408, 429 and an unreachable runtime are thrown for the queue to back off', async () => {
     h.deployment('greeter', { endpoint: { http: { uri: V1 } } });
     h.admin.failNext('registerDeployment', () => new AdminApiError(400, 'bad uri', 'META0003'));
     await h.reconcile('greeter');
     expect(cond('Stalled')).toMatchObject({ status: 'True', reason: 'RegistrationRejected' });
 
-    h.admin.failNext('registerDeployment', () => new AdminApiError(503, 'unavailable'));
-    await expect(h.reconcile('greeter')).rejects.toMatchObject({ status: 503 });
-    expect(cond('Ready')).toMatchObject({ status: 'False', reason: 'AdminAPIError' });
-    expect(cond('Stalled')?.status).toBe('False');
+    for (const transient of [503, 502, 504, 408, 429]) {
+      h.admin.failNext('registerDeployment', () => new AdminApiError(transient, 'not now'));
+      await expect(h.reconcile('greeter')).rejects.toMatchObject({ status: transient });
+      expect(cond('Ready')).toMatchObject({ status: 'False', reason: 'AdminAPIError' });
+      expect(cond('Stalled')?.status).toBe('False');
+    }
 
     h.admin.stopServing(V1);
     await expect(h.reconcile('greeter')).rejects.toMatchObject({ status: 500, code: 'META0003' });
@@ -53,6 +55,75 @@ describe('failures', () => {
     await expect(h.reconcile('greeter')).rejects.toMatchObject({ status: 0 });
     h.admin.unreachable = false;
     await h.settle('greeter', 'Deployment');
+    expect(cond('Ready')?.status).toBe('True');
+  });
+
+  it("a 501 (a Lambda endpoint on a runtime without Lambda support) is Stalled with the runtime's message, not retried with backoff", async () => {
+    const arn = 'arn:aws:lambda:eu-central-1:123456789012:function:greeter:1';
+    const role = 'arn:aws:iam::123456789012:role/ratchet-invoker';
+    h.admin.serve(arn, { Greeter: ['greet'] });
+    const notSupported = () =>
+      new AdminApiError(501, 'Lambda deployments are not supported by this version of Ratchet');
+    h.admin.failNext('registerDeployment', notSupported, 2);
+    h.deployment('greeter', { endpoint: { lambda: { arn, assumeRoleArn: role } } });
+
+    expect(await h.reconcile('greeter')).toEqual({});
+    expect(cond('Stalled')).toMatchObject({ status: 'True', reason: 'NotImplemented' });
+    expect(cond('Stalled')?.message).toContain(
+      `registering ${arn}: admin API HTTP 501: Lambda deployments are not supported by this version of Ratchet`,
+    );
+    expect(cond('Registered')).toMatchObject({ status: 'False', reason: 'NotImplemented' });
+    expect(cond('Ready')).toMatchObject({ status: 'False', reason: 'NotImplemented' });
+    expect(cond('Reconciling')).toMatchObject({ status: 'False', reason: 'NotImplemented' });
+    expect(status().deploymentId).toBeUndefined();
+
+    // A later wake (the Cluster's runtime upgraded, the periodic resync) asks again: one more request, no new event.
+    expect(await h.reconcile('greeter')).toEqual({});
+    expect(h.admin.calls('registerDeployment')).toHaveLength(2);
+    expect(h.events.events.filter((e) => e.type === 'Warning').map((e) => e.reason)).toEqual(['NotImplemented']);
+
+    // The runtime supports it now: registered and Ready, Stalled cleared.
+    await h.settle('greeter', 'Deployment');
+    expect(h.admin.calls('registerDeployment').at(-1)?.args[0]).toMatchObject({ arn, assume_role_arn: role });
+    expect(cond('Stalled')?.status).toBe('False');
+    expect(cond('Ready')).toMatchObject({ status: 'True', reason: 'Ready' });
+    expect(status().endpoint).toBe(arn);
+  });
+
+  it('a refused in-place update (PATCH 4xx or 501) is Stalled UpdateRejected; 5xx otherwise is thrown', async () => {
+    const arn = 'arn:aws:lambda:eu-central-1:123456789012:function:greeter:live';
+    h.admin.serve(arn, { Greeter: ['greet'] });
+    h.deployment('greeter', { endpoint: { lambda: { arn } } });
+    await h.settle('greeter', 'Deployment');
+    const id = status().deploymentId!;
+    expect(cond('Ready')?.status).toBe('True');
+
+    const role = 'arn:aws:iam::123456789012:role/ratchet-invoker';
+    h.editSpec<DeploymentObject>(
+      'Deployment',
+      'greeter',
+      (s) => (s.endpoint = { lambda: { arn, assumeRoleArn: role } }),
+    );
+    h.admin.failNext('updateDeployment', () => new AdminApiError(503, 'unavailable'));
+    await expect(h.reconcile('greeter')).rejects.toMatchObject({ status: 503 });
+    expect(cond('Stalled')?.status).toBe('False');
+
+    h.admin.failNext('updateDeployment', () => new AdminApiError(501, 'not implemented'), 2);
+    expect(await h.reconcile('greeter')).toEqual({});
+    expect(cond('Stalled')).toMatchObject({ status: 'True', reason: 'UpdateRejected' });
+    expect(cond('Stalled')?.message).toBe(`updating ${id} in place: admin API HTTP 501: not implemented`);
+    expect(cond('Ready')).toMatchObject({ status: 'False', reason: 'UpdateRejected' });
+    await h.reconcile('greeter');
+    expect(h.events.events.filter((e) => e.type === 'Warning').map((e) => e.reason)).toEqual(['UpdateRejected']);
+
+    h.admin.failNext('updateDeployment', () => new AdminApiError(400, 'bad role', 'META0003'));
+    await h.reconcile('greeter');
+    expect(cond('Stalled')?.message).toContain('HTTP 400 META0003: bad role');
+
+    await h.settle('greeter', 'Deployment');
+    expect(h.admin.deploymentById(id)?.assume_role_arn).toBe(role);
+    expect(status().deploymentId).toBe(id);
+    expect(cond('Stalled')?.status).toBe('False');
     expect(cond('Ready')?.status).toBe('True');
   });
 

@@ -87,6 +87,8 @@ describe('registration', () => {
       force: false,
     });
     expect(status().endpoint).toBe(arn);
+    expect(cond('Registered')).toMatchObject({ status: 'True', reason: 'Registered' });
+    expect(cond('Ready')).toMatchObject({ status: 'True', reason: 'Ready' });
   });
 
   it('waits for the Cluster: ClusterNotFound, then ClusterNotReady, then registers', async () => {
