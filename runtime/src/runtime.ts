@@ -27,6 +27,7 @@ import { SchemaRegistry } from './schema/registry.ts';
 import { createSchemaOperations, type SchemaOperations } from './schema/operations.ts';
 import { createRegistration, type RegisterDeployment } from './schema/register.ts';
 import { Http1Client, Http2Client } from './service-client/transport.ts';
+import { LambdaFunctions } from './lambda/functions.ts';
 import { GroupCommitter } from './storage/pg/group-commit.ts';
 import { PartitionLeases } from './storage/pg/leases.ts';
 import { recordedPartitionCount } from './storage/pg/meta.ts';
@@ -89,6 +90,8 @@ export interface SchemaServices {
   registry: SchemaRegistry;
   register: RegisterDeployment;
   operations: SchemaOperations;
+  /** The Lambda clients (and assumed-role credentials) of this process: discovery's, and the invoker's. */
+  lambda: LambdaFunctions;
 }
 
 /**
@@ -109,8 +112,14 @@ export async function createSchema(
     config.kafka,
   );
   await registry.load();
-  const discovery = { registry, clusterName: config.clusterName, logger, ...options };
-  return { registry, register: createRegistration(discovery), operations: createSchemaOperations(discovery) };
+  const lambda = new LambdaFunctions({ clusterName: config.clusterName, logger });
+  const discovery = { registry, clusterName: config.clusterName, logger, lambda, ...options };
+  return {
+    registry,
+    register: createRegistration(discovery),
+    operations: createSchemaOperations(discovery),
+    lambda,
+  };
 }
 
 /**
@@ -256,7 +265,8 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
     const metrics = createMetrics();
     const observabilityWriter = observability.writer;
     if (observabilityWriter !== undefined) metrics.observability.stats = () => observabilityWriter.stats();
-    const { registry, register, operations } = await createSchema(pool, config, logger);
+    const { registry, register, operations, lambda } = await createSchema(pool, config, logger);
+    cleanups.push(() => Promise.resolve(lambda.close()));
     // Registrations made through another process sharing the database reach this one by LISTEN/NOTIFY.
     const watch = await registry.watch((err) => logger.warn({ err }, 'schema change notifications interrupted'));
     cleanups.push(() => Promise.resolve(watch.close()));
@@ -290,6 +300,7 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
       messageSizeLimit: config.invoker.messageSizeLimitBytes,
       http2,
       http1,
+      lambda,
     });
     const engine = new Engine(
       {

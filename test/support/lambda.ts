@@ -13,17 +13,19 @@ import { REPO_ROOT } from './runtime-process.ts';
  * Restate SDK's `@restatedev/restate-sdk/lambda`), with the `Promise.withResolvers` polyfill the SDK needs on Node 20
  * installed before its code runs. serverless-offline is started and stopped by PID.
  *
- * Unlike AWS, serverless-offline finds a function by its name only: `FunctionName` must be the name (with the
- * version or alias as `Qualifier`), not the ARN, which it answers with ResourceNotFoundException.
+ * Unlike AWS, serverless-offline finds a function by its exact name only. Each function is therefore deployed under
+ * its qualified ARN as its name, so that `InvokeCommand({ FunctionName: <qualified ARN> })` (what Ratchet and restate
+ * send) finds it; a name, an unqualified ARN or another qualifier is ResourceNotFoundException, as on AWS for a
+ * function that does not exist.
  */
 export interface LocalLambda {
   /** `http://127.0.0.1:<port>`: the Invoke API (`AWS_ENDPOINT_URL_LAMBDA`, or `endpoint` of `LambdaClient`). */
   readonly url: string;
   readonly region: string;
-  /** The deployed name of a function (`<service>-<stage>-<function>`), as `InvokeCommand` and ARNs name it. */
+  /** The function's name in its ARN (`<service>-<stage>-<function>`). */
   functionName(fn: string): string;
-  /** A qualified function ARN (`$LATEST`, or a version / alias), in the account serverless-offline reports. */
-  arn(fn: string, qualifier?: string): string;
+  /** The function's qualified ARN (with its qualifier, `$LATEST` by default): the name it is deployed under. */
+  arn(fn: string): string;
   /** Everything serverless-offline printed so far. */
   output(): string;
   stop(): Promise<ExitStatus>;
@@ -32,6 +34,8 @@ export interface LocalLambda {
 export interface StartLocalLambdaOptions {
   /** Function name → the source of its ES module, which exports `handler`. */
   readonly functions: Record<string, string>;
+  /** Function name → its version or alias (default `$LATEST`). */
+  readonly qualifiers?: Record<string, string>;
   readonly region?: string;
   readonly timeoutMs?: number;
 }
@@ -65,6 +69,9 @@ export async function startLocalLambda(options: StartLocalLambdaOptions): Promis
       `import './polyfill.mjs';\nexport { handler } from './${name}.impl.mjs';\n`,
     );
   }
+  const functionName = (fn: string): string => `${SERVICE}-${STAGE}-${fn}`;
+  const arn = (fn: string): string =>
+    `arn:aws:lambda:${region}:${LOCAL_ACCOUNT}:function:${functionName(fn)}:${options.qualifiers?.[fn] ?? '$LATEST'}`;
   const yaml = [
     `service: ${SERVICE}`,
     "frameworkVersion: '3'",
@@ -74,7 +81,12 @@ export async function startLocalLambda(options: StartLocalLambdaOptions): Promis
     `  region: ${region}`,
     `  stage: ${STAGE}`,
     'functions:',
-    ...names.flatMap((name) => [`  ${name}:`, `    handler: ${name}.handler`, '    timeout: 30']),
+    ...names.flatMap((name) => [
+      `  ${name}:`,
+      `    handler: ${name}.handler`,
+      `    name: '${arn(name)}'`,
+      '    timeout: 30',
+    ]),
     'plugins:',
     '  - serverless-offline',
     '',
@@ -132,13 +144,11 @@ export async function startLocalLambda(options: StartLocalLambdaOptions): Promis
       reject(new Error(`serverless-offline exited (code ${s.code}, signal ${s.signal}) before listening:\n${output}`));
     });
   });
-  const functionName = (fn: string): string => `${SERVICE}-${STAGE}-${fn}`;
   return {
     url,
     region,
     functionName,
-    arn: (fn, qualifier = '$LATEST') =>
-      `arn:aws:lambda:${region}:${LOCAL_ACCOUNT}:function:${functionName(fn)}:${qualifier}`,
+    arn,
     output: () => output,
     stop: async () => {
       const status = await terminate(child, exited, 10_000);

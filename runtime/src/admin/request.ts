@@ -1,7 +1,7 @@
 import type { Static, TObject, TSchema } from '@sinclair/typebox';
 import { KAFKA_CLUSTER_NAME_PATTERN } from '../config/config.ts';
 import { parseDuration, UnitFormatError } from '../config/units.ts';
-import { DeploymentTypeMismatchError, NotSupportedError } from '../schema/errors.ts';
+import { NotSupportedError } from '../schema/errors.ts';
 import type { ModifyServiceRequest as ServiceChanges } from '../schema/modify-service.ts';
 import type { RegisterDeploymentRequest as Registration } from '../schema/register.ts';
 import type { UpdateDeploymentRequest as DeploymentUpdate } from '../schema/update-deployment.ts';
@@ -344,21 +344,43 @@ const UPDATE = untaggedEnum('UpdateDeploymentRequest');
 const LAMBDA_UPDATE_OPTIONS = Object.keys(UpdateLambdaDeploymentRequest.properties).filter(
   (key) => !(key in UpdateHttpDeploymentRequest.properties),
 );
+/** The HTTP variant's own options (`uri`, `use_http_11`). */
+const HTTP_UPDATE_OPTIONS = Object.keys(UpdateHttpDeploymentRequest.properties).filter(
+  (key) => !(key in UpdateLambdaDeploymentRequest.properties),
+);
 
 /**
- * `UpdateDeploymentRequest` (`PATCH /deployments/{id}`). Ratchet deployments are HTTP only, so the Lambda variant's
- * options are refused the way restate refuses them for an HTTP deployment; `additional_headers` replaces all
- * headers, null leaves them (like every other null) unchanged.
+ * `UpdateDeploymentRequest` (`PATCH /deployments/{id}`), an untagged enum: the HTTP variant (`uri`, `use_http_11`)
+ * or the Lambda variant (`arn`, `assume_role_arn`); options of both in one request are refused. Which variant fits
+ * the deployment is checked by the update itself. `additional_headers` replaces all headers; null leaves it (like
+ * every other null) unchanged.
  */
 export function parseUpdateDeploymentRequest(body: unknown): DeploymentUpdate {
   const b = requireObject(body, UPDATE);
-  for (const key of LAMBDA_UPDATE_OPTIONS) {
-    checkProperty(b, UpdateLambdaDeploymentRequest, key, UPDATE);
-    if (present(b[key])) throw new DeploymentTypeMismatchError();
+  const lambda = LAMBDA_UPDATE_OPTIONS.some((key) => present(b[key]));
+  const http = HTTP_UPDATE_OPTIONS.some((key) => present(b[key]));
+  if (lambda && http) {
+    throw UPDATE.refuse(
+      'an update has either HTTP options (`uri`, `use_http_11`) or Lambda options (`arn`, `assume_role_arn`), not both',
+    );
+  }
+  const update: DeploymentUpdate = { overwrite: false, dryRun: false };
+  if (lambda) {
+    checkProperties(b, UpdateLambdaDeploymentRequest, UPDATE);
+    const req = b as UpdateLambdaDeploymentRequest;
+    update.kind = 'lambda';
+    if (present(req.arn)) update.arn = req.arn;
+    if (present(req.assume_role_arn)) update.assumeRoleArn = req.assume_role_arn;
+    update.overwrite = req.overwrite ?? false;
+    update.dryRun = req.dry_run ?? false;
+    if (present(req.additional_headers)) update.additionalHeaders = headerMap(req.additional_headers);
+    return update;
   }
   checkProperties(b, UpdateHttpDeploymentRequest, UPDATE);
   const req = b as UpdateHttpDeploymentRequest;
-  const update: DeploymentUpdate = { overwrite: req.overwrite ?? false, dryRun: req.dry_run ?? false };
+  if (http) update.kind = 'http';
+  update.overwrite = req.overwrite ?? false;
+  update.dryRun = req.dry_run ?? false;
   if (present(req.uri)) update.uri = req.uri;
   if (present(req.use_http_11)) update.useHttp11 = req.use_http_11;
   if (present(req.additional_headers)) update.additionalHeaders = headerMap(req.additional_headers);

@@ -1,13 +1,13 @@
 import { FrameDecoder, type Frame } from '../protocol/framing.ts';
 import { MessageTooLargeError } from '../protocol/errors.ts';
 import { MessageType, isCommand } from '../protocol/message-types.ts';
-import type { Exchange, ExchangeHandlers, ExchangeRequest } from '../service-client/transport.ts';
+import type { Exchange, ExchangeHandlers } from '../service-client/transport.ts';
 import { EffectQueue, type Effect } from './effects.ts';
 import { InvokerError } from './invoker-error.ts';
 
 export interface AttemptOptions {
-  request: ExchangeRequest;
-  open: (req: ExchangeRequest, handlers: ExchangeHandlers) => Exchange;
+  /** Opens the exchange with the deployment (HTTP/2, HTTP/1.1 or Lambda), its request already addressed. */
+  open: (handlers: ExchangeHandlers) => Exchange;
   bidi: boolean;
   contentType: string;
   inactivityTimeoutMs: number;
@@ -16,7 +16,7 @@ export interface AttemptOptions {
 }
 
 /**
- * One attempt: a single HTTP exchange with the deployment. It turns bytes into frames, frames into effects and
+ * One attempt: a single exchange with the deployment (an HTTP request, or a Lambda invoke). It turns bytes into frames, frames into effects and
  * timeouts into failures; it never touches storage and never calls the engine: the engine pulls its effects
  * (`for await (const effect of attempt.effects)`). In bidi mode the request body stays open for notifications until
  * the SDK sends a terminal frame or nothing flowed for the inactivity timeout, when ending the body asks the SDK to
@@ -57,11 +57,17 @@ export class Attempt {
   }
 
   start(initial: Buffer[]): void {
-    this.exchange = this.options.open(this.options.request, {
+    this.exchange = this.options.open({
       onResponse: (status, headers) => this.onResponse(status, headers),
       onData: (chunk) => this.onData(chunk),
       onEnd: () => this.onEnd(),
-      onError: (err) => this.fail(new InvokerError('RT0010', `network error with the deployment: ${err.message}`)),
+      // A transport that knows better (Lambda) reports the failure with its own code; anything else is the network.
+      onError: (err) =>
+        this.fail(
+          err instanceof InvokerError
+            ? err
+            : new InvokerError('RT0010', `network error with the deployment: ${err.message}`),
+        ),
     });
     for (const buf of initial) this.exchange.write(buf);
     if (this.options.bidi) this.armInactivity();

@@ -3,7 +3,11 @@ import type { StateEntry } from '../protocol/message-schema.ts';
 import { encodeStart } from '../protocol/messages.ts';
 import { MessageType } from '../protocol/message-types.ts';
 import { invocationContentType } from '../protocol/version.ts';
-import type { Http1Client, Http2Client } from '../service-client/transport.ts';
+import { parseFunctionArn, type FunctionArn } from '../lambda/arn.ts';
+import type { LambdaFunctions } from '../lambda/functions.ts';
+import { openLambdaExchange } from '../lambda/transport.ts';
+import type { DeploymentEndpoint } from '../schema/types.ts';
+import type { Exchange, ExchangeHandlers, Http1Client, Http2Client } from '../service-client/transport.ts';
 import { Attempt } from './attempt.ts';
 import type { Effect } from './effects.ts';
 
@@ -15,13 +19,13 @@ export interface InvokerOptions {
   messageSizeLimit: number;
   http2: Http2Client;
   http1: Http1Client;
+  lambda: LambdaFunctions;
 }
 
 /** The deployment an attempt goes to, as pinned by the invocation. */
 export interface AttemptDeployment {
-  uri: string;
+  endpoint: DeploymentEndpoint;
   protocolType: 'BidiStream' | 'RequestResponse';
-  httpVersion: 'HTTP/2.0' | 'HTTP/1.1';
   additionalHeaders: Record<string, string>;
 }
 
@@ -73,22 +77,21 @@ export interface AttemptStarter {
 }
 
 /**
- * Runs attempts: for each, the Start message and the journal replay, the URL, headers and timeouts, and the transport
- * the deployment speaks (HTTP/2 or HTTP/1.1). It knows nothing of storage or of the engine; the engine reads each
+ * Runs attempts: for each, the Start message and the journal replay, the path, headers and timeouts, and the
+ * transport the deployment speaks (HTTP/2, HTTP/1.1, or a Lambda function's Invoke API). It knows nothing of storage or of the engine; the engine reads each
  * attempt's effects.
  */
 export class Invoker implements AttemptStarter {
   private seq = 0;
+  /** Parsed function ARNs (a deployment's ARN was checked when it was registered). */
+  private readonly functions = new Map<string, FunctionArn>();
 
   constructor(private readonly options: InvokerOptions) {}
 
   start(spec: AttemptSpec): Attempt {
     const { deployment, protocolVersion } = spec;
     const contentType = invocationContentType(protocolVersion);
-    const url = new URL(
-      `invoke/${encodeURIComponent(spec.serviceName)}/${encodeURIComponent(spec.handlerName)}`,
-      deployment.uri,
-    );
+    const path = `invoke/${encodeURIComponent(spec.serviceName)}/${encodeURIComponent(spec.handlerName)}`;
     const headers: Record<string, string> = {
       ...deployment.additionalHeaders,
       'content-type': contentType,
@@ -102,10 +105,8 @@ export class Invoker implements AttemptStarter {
       headers.traceparent = space < 0 ? spec.traceContext : spec.traceContext.slice(0, space);
       if (space >= 0) headers.tracestate = spec.traceContext.slice(space + 1);
     }
-    const client = deployment.httpVersion === 'HTTP/1.1' ? this.options.http1 : this.options.http2;
     const attempt = new Attempt(++this.seq, {
-      request: { url, headers },
-      open: (req, h) => client.open(req, h),
+      open: this.opener(deployment.endpoint, path, headers),
       bidi: deployment.protocolType === 'BidiStream',
       contentType,
       inactivityTimeoutMs: spec.inactivityTimeoutMs ?? this.options.inactivityTimeoutMs,
@@ -133,5 +134,24 @@ export class Invoker implements AttemptStarter {
     for (const e of spec.journal) frames.push(encodeFrame(e.type, e.raw));
     attempt.start(frames);
     return attempt;
+  }
+
+  private opener(
+    endpoint: DeploymentEndpoint,
+    path: string,
+    headers: Record<string, string>,
+  ): (handlers: ExchangeHandlers) => Exchange {
+    if (endpoint.kind === 'lambda') {
+      let fn = this.functions.get(endpoint.arn);
+      if (fn === undefined) {
+        fn = parseFunctionArn(endpoint.arn);
+        this.functions.set(endpoint.arn, fn);
+      }
+      const req = { fn, assumeRoleArn: endpoint.assumeRoleArn, path: `/${path}`, headers };
+      return (h) => openLambdaExchange(this.options.lambda, req, h);
+    }
+    const url = new URL(path, endpoint.uri);
+    const client = endpoint.httpVersion === 'HTTP/1.1' ? this.options.http1 : this.options.http2;
+    return (h) => client.open({ url, headers }, h);
   }
 }

@@ -153,12 +153,17 @@ export class DeprecatedPutDeploymentError extends RatchetError {
   }
 }
 
-/** 400: Lambda options (`arn`, `assume_role_arn`) in an update of an HTTP deployment. */
+/**
+ * 400: Lambda options (`arn`, `assume_role_arn`) in an update of an HTTP deployment, or HTTP options (`uri`,
+ * `use_http_11`) in an update of a Lambda deployment (restate's message).
+ */
 export class DeploymentTypeMismatchError extends RatchetError {
   readonly code = undefined;
   readonly status = 400;
 
-  constructor() {
-    super('cannot update the deployment, as the deployment type is http while the update options are for type lambda');
+  constructor(deployment: 'http' | 'lambda', options: 'http' | 'lambda') {
+    super(
+      `cannot update the deployment, as the deployment type is ${deployment} while the update options are for type ${options}`,
+    );
   }
 }

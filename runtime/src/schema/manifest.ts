@@ -1,5 +1,5 @@
 import { MAX_PROTOCOL_VERSION, MIN_PROTOCOL_VERSION, type ManifestVersion } from '../protocol/version.ts';
-import type { HttpVersion } from '../service-client/discovery.ts';
+import type { DiscoveryTransport } from '../service-client/discovery.ts';
 import { BadDiscoveryResponseError } from '../service-client/errors.ts';
 import {
   BidiStreamOverRequestResponseError,
@@ -33,7 +33,7 @@ export interface ParsedManifest {
 export interface ManifestContext {
   manifestVersion: ManifestVersion;
   /** The transport discovery ran over; a BIDI_STREAM endpoint needs HTTP/2. */
-  httpVersion: HttpVersion;
+  transport: DiscoveryTransport;
 }
 
 const SERVICE_NAME = /^([a-zA-Z]|_[a-zA-Z0-9])[a-zA-Z0-9._-]*$/;
@@ -384,7 +384,15 @@ export function parseManifest(manifest: unknown, context: ManifestContext): Pars
         `this runtime are [${MIN_PROTOCOL_VERSION}, ${MAX_PROTOCOL_VERSION}]. Please upgrade the SDK and try registering again.`,
     );
   }
-  if (protocolType === 'BidiStream' && context.httpVersion === 'HTTP/1.1') {
+  if (protocolType === 'BidiStream' && context.transport === 'Lambda') {
+    throw new BidiStreamOverRequestResponseError(
+      'the function announces the protocol mode BIDI_STREAM, but Lambda invocations are request/response: a ' +
+        "function cannot stream in both directions. Build the handler with the SDK's Lambda entry point, which " +
+        "announces REQUEST_RESPONSE (TypeScript SDK: import * as restate from '@restatedev/restate-sdk/lambda'; " +
+        'restate.createEndpointHandler({ services: [...] })), deploy it and register the new version.',
+    );
+  }
+  if (protocolType === 'BidiStream' && context.transport === 'HTTP/1.1') {
     throw new BidiStreamOverRequestResponseError(
       'the endpoint announces the protocol mode BIDI_STREAM, but it was discovered over HTTP/1.1 ("use_http_11": true), ' +
         'which cannot stream in both directions. Either serve the endpoint over HTTP/2 and register it without ' +

@@ -1,9 +1,40 @@
 import type { Logger } from 'pino';
-import { discover, type DiscoverOptions, type DiscoveryResponse } from '../service-client/discovery.ts';
+import type { FunctionArn } from '../lambda/arn.ts';
+import { discoverLambda } from '../lambda/discovery.ts';
+import { LambdaFunctions } from '../lambda/functions.ts';
+import { discover, type DiscoveryResponse } from '../service-client/discovery.ts';
 import type { SchemaRegistry } from './registry.ts';
 import type { SchemaStore, SchemaTransaction } from './store.ts';
 
 export const DEFAULT_DISCOVERY_TIMEOUT_MS = 30_000;
+
+/** The endpoint discovery talks to: an HTTP URI (normalised), or a Lambda function and the role to assume. */
+export type EndpointTarget =
+  { kind: 'http'; uri: string; useHttp11: boolean } | { kind: 'lambda'; fn: FunctionArn; assumeRoleArn?: string };
+
+export interface EndpointDiscovery {
+  target: EndpointTarget;
+  additionalHeaders: Record<string, string>;
+  clusterName: string;
+  /** Whole exchange (for Lambda: the whole invoke). */
+  timeoutMs: number;
+}
+
+export type Discover = (request: EndpointDiscovery) => Promise<DiscoveryResponse>;
+
+/** Discovery over HTTP (`GET {uri}/discover`) or Lambda (an invoke with the discovery event). */
+export function discoverer(lambda: LambdaFunctions): Discover {
+  return ({ target, additionalHeaders, clusterName, timeoutMs }) =>
+    target.kind === 'http'
+      ? discover({ uri: target.uri, useHttp11: target.useHttp11, additionalHeaders, clusterName, timeoutMs })
+      : discoverLambda(lambda, {
+          fn: target.fn,
+          assumeRoleArn: target.assumeRoleArn,
+          additionalHeaders,
+          clusterName,
+          timeoutMs,
+        });
+}
 
 /** What registration and the other schema operations are built from; what is left out takes its default. */
 export interface SchemaOperationOptions {
@@ -14,8 +45,10 @@ export interface SchemaOperationOptions {
   store?: SchemaStore;
   /** Default 30 s. */
   discoveryTimeoutMs?: number;
+  /** The Lambda clients of this process (shared with the invoker); a new set when absent. */
+  lambda?: LambdaFunctions;
   /** Replaceable in tests. */
-  discover?: (options: DiscoverOptions) => Promise<DiscoveryResponse>;
+  discover?: Discover;
   now?: () => Date;
 }
 
@@ -26,7 +59,7 @@ export interface SchemaOperationDeps {
   readonly clusterName: string;
   readonly logger: Logger;
   readonly discoveryTimeoutMs: number;
-  readonly discover: (options: DiscoverOptions) => Promise<DiscoveryResponse>;
+  readonly discover: Discover;
   readonly now: () => Date;
 }
 
@@ -37,7 +70,9 @@ export function schemaOperationDeps(options: SchemaOperationOptions): SchemaOper
     clusterName: options.clusterName,
     logger: options.logger,
     discoveryTimeoutMs: options.discoveryTimeoutMs ?? DEFAULT_DISCOVERY_TIMEOUT_MS,
-    discover: options.discover ?? discover,
+    discover:
+      options.discover ??
+      discoverer(options.lambda ?? new LambdaFunctions({ clusterName: options.clusterName, logger: options.logger })),
     now: options.now ?? (() => new Date()),
   };
 }

@@ -1,25 +1,38 @@
 import { DeploymentId } from '../ids/deployment-id.ts';
-import { normalizeDeploymentUri, type DiscoverOptions, type DiscoveryResponse } from '../service-client/discovery.ts';
+import { checkRoleArn, parseFunctionArn } from '../lambda/arn.ts';
+import { normalizeDeploymentUri } from '../service-client/discovery.ts';
 import { LOG_FIELDS } from '../telemetry/logger.ts';
 import {
   AmbiguousForcedRegistrationError,
   DeploymentAlreadyRegisteredError,
   IncompatibleServiceRevisionError,
-  NotSupportedError,
 } from './errors.ts';
 import { parseManifest, type ParsedManifest } from './manifest.ts';
-import { schemaOperationDeps, type SchemaOperationOptions } from './operation-deps.ts';
+import {
+  schemaOperationDeps,
+  type Discover,
+  type EndpointTarget,
+  type SchemaOperationDeps,
+  type SchemaOperationOptions,
+} from './operation-deps.ts';
 import type { SchemaTransaction, StoredService } from './store.ts';
-import type { ActiveService, DeploymentSchema, ServiceSchema } from './types.ts';
+import {
+  endpointAddress,
+  type ActiveService,
+  type DeploymentEndpoint,
+  type DeploymentSchema,
+  type ServiceSchema,
+} from './types.ts';
 
 /**
  * Deployment registration with restate-server 1.7.12's semantics, and the specification's where they differ:
  *
- * - a new URI → a new deployment (`created`);
- * - the same (normalised) URI without `force`: the endpoint is discovered again; an identical manifest answers with
- *   the existing deployment and changes nothing (`unchanged`); a different one is refused with META0004, because
- *   deployments are immutable (restate 1.7.12 instead skips discovery and answers with the existing deployment);
- * - `force: true` overwrites the deployment with that URI in place (same id, new creation time), every service it
+ * - a new URI (HTTP) or function ARN (Lambda) → a new deployment (`created`);
+ * - the same (normalised) URI or ARN without `force`: the endpoint is discovered again; an identical manifest (and,
+ *   for Lambda, the same role) answers with the existing deployment and changes nothing (`unchanged`); a different
+ *   one is refused with META0004, because deployments are immutable (restate 1.7.12 instead skips discovery and
+ *   answers with the existing deployment);
+ * - `force: true` overwrites the deployment with that URI or ARN in place (same id, new creation time), every service it
  *   exposes gets a new revision, and services it no longer exposes are removed if it was serving them;
  * - a service whose type differs from its latest revision is refused with META0006 unless `force` or `breaking`;
  * - `dry_run` plans all of the above and stores nothing.
@@ -88,10 +101,15 @@ function canonicalServices(services: readonly ServiceSchema[]): string {
   return canonical(byName(services).map((s) => ({ ...s, handlers: byName(s.handlers) })));
 }
 
+function sameConnection(a: DeploymentEndpoint, b: DeploymentEndpoint): boolean {
+  if (a.kind === 'http') return b.kind === 'http' && a.uri === b.uri && a.httpVersion === b.httpVersion;
+  return b.kind === 'lambda' && a.arn === b.arn && a.assumeRoleArn === b.assumeRoleArn;
+}
+
 function sameEndpoint(existing: DeploymentSchema, existingServices: ServiceSchema[], found: Discovered): boolean {
   return (
     existing.protocolType === found.manifest.protocolType &&
-    existing.httpVersion === found.httpVersion &&
+    sameConnection(existing.endpoint, found.endpoint) &&
     existing.minProtocolVersion === found.manifest.minProtocolVersion &&
     existing.maxProtocolVersion === found.manifest.maxProtocolVersion &&
     existingServices.length === existing.services.length &&
@@ -101,38 +119,61 @@ function sameEndpoint(existing: DeploymentSchema, existingServices: ServiceSchem
 
 /** A discovered endpoint, its manifest validated. */
 export interface Discovered {
-  uri: string;
+  /** How it was reached: for HTTP, with the HTTP version discovery ran over. */
+  endpoint: DeploymentEndpoint;
   manifest: ParsedManifest;
   raw: unknown;
-  httpVersion: DiscoveryResponse['httpVersion'];
   sdkVersion: string | undefined;
 }
 
+/** What to discover: the endpoint (URI normalised, ARN parsed) and the headers to send. */
 export interface DiscoverEndpointOptions {
-  /** Normalised already (`normalizeDeploymentUri`). */
-  uri: string;
+  target: EndpointTarget;
   additionalHeaders: Record<string, string>;
-  useHttp11: boolean;
-  clusterName: string;
-  timeoutMs: number;
 }
 
 /** Runs discovery against the endpoint and validates its manifest (META0003, META0012–META0015 on failure). */
 export async function discoverEndpoint(
-  run: (options: DiscoverOptions) => Promise<DiscoveryResponse>,
+  deps: SchemaOperationDeps,
   options: DiscoverEndpointOptions,
 ): Promise<Discovered> {
-  const response = await run(options);
+  const run: Discover = deps.discover;
+  const response = await run({
+    target: options.target,
+    additionalHeaders: options.additionalHeaders,
+    clusterName: deps.clusterName,
+    timeoutMs: deps.discoveryTimeoutMs,
+  });
+  const target = options.target;
+  let endpoint: DeploymentEndpoint;
+  if (target.kind === 'http') {
+    endpoint = {
+      kind: 'http',
+      uri: target.uri,
+      httpVersion: response.transport === 'HTTP/1.1' ? 'HTTP/1.1' : 'HTTP/2.0',
+    };
+  } else {
+    endpoint = { kind: 'lambda', arn: target.fn.arn };
+    if (target.assumeRoleArn !== undefined) endpoint.assumeRoleArn = target.assumeRoleArn;
+  }
   return {
-    uri: options.uri,
+    endpoint,
     manifest: parseManifest(response.manifest, {
       manifestVersion: response.manifestVersion,
-      httpVersion: response.httpVersion,
+      transport: response.transport,
     }),
     raw: response.manifest,
-    httpVersion: response.httpVersion,
     sdkVersion: response.sdkVersion,
   };
+}
+
+/** The endpoint a registration names, checked: a normalised URI, or a qualified function ARN and a role ARN. */
+export function registrationTarget(req: RegisterDeploymentRequest): EndpointTarget {
+  if (req.kind === 'http') return { kind: 'http', uri: normalizeDeploymentUri(req.uri), useHttp11: req.useHttp11 };
+  const fn = parseFunctionArn(req.arn);
+  return req.assumeRoleArn === undefined
+    ? { kind: 'lambda', fn }
+    : { kind: 'lambda', fn, assumeRoleArn: checkRoleArn(req.assumeRoleArn) };
 }
 
 function activeServices(
@@ -154,11 +195,13 @@ function activeServices(
 
 async function plan(
   tx: SchemaTransaction,
-  req: HttpRegistrationRequest,
+  req: RegisterDeploymentRequest,
   found: Discovered,
   now: Date,
 ): Promise<{ result: RegisterDeploymentResult; write: (() => Promise<void>) | undefined }> {
-  const existing = await tx.deploymentsByUri(found.uri);
+  const existing = await tx.deploymentsAt(found.endpoint);
+  const address = endpointAddress(found.endpoint);
+  const what = found.endpoint.kind === 'http' ? 'uri' : 'arn';
   let target: DeploymentSchema | undefined;
   if (existing.length > 0) {
     if (!req.force) {
@@ -178,16 +221,21 @@ async function plan(
         }
       }
       const ids = existing.map((d) => `'${d.id}'`).join(', ');
+      const roleHint =
+        found.endpoint.kind === 'lambda'
+          ? ' To change only the role or the headers, update the deployment in place (PATCH /deployments/{id}).'
+          : '';
       throw new DeploymentAlreadyRegisteredError(
-        `the deployment uri '${found.uri}' is already registered by deployment ${ids}, which exposes different ` +
-          'services or protocol settings. Deployments are immutable: register the new version under a new uri, ' +
-          'or use "force": true to overwrite the existing deployment (in-flight invocations may then fail).',
+        `the deployment ${what} '${address}' is already registered by deployment ${ids}, which exposes different ` +
+          `services or protocol settings. Deployments are immutable: register the new version under a new ${what}, ` +
+          'or use "force": true to overwrite the existing deployment (in-flight invocations may then fail).' +
+          roleHint,
       );
     }
     if (existing.length > 1) {
       throw new AmbiguousForcedRegistrationError(
-        `cannot force the registration of '${found.uri}': deployments ${existing.map((d) => `'${d.id}'`).join(', ')} ` +
-          'share this uri. Delete all but one of them first.',
+        `cannot force the registration of '${address}': deployments ${existing.map((d) => `'${d.id}'`).join(', ')} ` +
+          `share this ${what}. Delete all but one of them first.`,
       );
     }
     target = existing[0];
@@ -212,9 +260,8 @@ async function plan(
 
   const deployment: DeploymentSchema = {
     id: target?.id ?? DeploymentId.generate(now.getTime()),
-    uri: found.uri,
+    endpoint: found.endpoint,
     protocolType: found.manifest.protocolType,
-    httpVersion: found.httpVersion,
     additionalHeaders: req.additionalHeaders,
     metadata: req.metadata,
     minProtocolVersion: found.manifest.minProtocolVersion,
@@ -256,19 +303,9 @@ export function createRegistration(options: RegistrationDeps): RegisterDeploymen
   const log = deps.logger.child({ component: 'registration' });
 
   return async (req) => {
-    if (req.kind === 'lambda') {
-      throw new NotSupportedError(
-        `Lambda deployments are not supported by Ratchet yet (arn '${req.arn}'). Expose the service over HTTP and ` +
-          'register its uri instead.',
-      );
-    }
-    const uri = normalizeDeploymentUri(req.uri);
-    const found = await discoverEndpoint(deps.discover, {
-      uri,
+    const found = await discoverEndpoint(deps, {
+      target: registrationTarget(req),
       additionalHeaders: req.additionalHeaders,
-      useHttp11: req.useHttp11,
-      clusterName: deps.clusterName,
-      timeoutMs: deps.discoveryTimeoutMs,
     });
 
     const result = await deps.store.transaction(async (tx) => {
@@ -281,7 +318,7 @@ export function createRegistration(options: RegistrationDeps): RegisterDeploymen
       log.info(
         {
           [LOG_FIELDS.deploymentId]: result.deployment.id,
-          uri,
+          [found.endpoint.kind === 'http' ? 'uri' : 'arn']: endpointAddress(found.endpoint),
           outcome: result.outcome,
           services: result.deployment.services,
         },

@@ -1,7 +1,9 @@
 import type { SchemaInfo } from '../admin/model/common.ts';
 import type {
-  DetailedHttpDeploymentResponse,
+  DeploymentResponse,
+  DetailedDeploymentResponse,
   HttpDeploymentResponse,
+  LambdaDeploymentResponse,
   RegisterDeploymentResponse,
 } from '../admin/model/deployments.ts';
 import type { KafkaClusterResponse, SimpleKafkaClusterResponse } from '../admin/model/kafka-clusters.ts';
@@ -200,15 +202,15 @@ export function renderRegisterResponse(
   };
 }
 
+/** restate's HTTP or Lambda deployment shape, by the deployment's endpoint. */
 function deploymentBase<S>(
   deployment: DeploymentSchema,
   services: S[],
-): Omit<HttpDeploymentResponse, 'services'> & { services: S[] } {
-  return {
-    id: deployment.id,
-    uri: deployment.uri,
-    protocol_type: deployment.protocolType,
-    http_version: deployment.httpVersion,
+):
+  | (Omit<HttpDeploymentResponse, 'services'> & { services: S[] })
+  | (Omit<LambdaDeploymentResponse, 'services'> & { services: S[] }) {
+  const endpoint = deployment.endpoint;
+  const common = {
     ...(nonEmpty(deployment.additionalHeaders) ? { additional_headers: deployment.additionalHeaders } : {}),
     ...(nonEmpty(deployment.metadata) ? { metadata: deployment.metadata } : {}),
     created_at: formatTimestamp(deployment.createdAt),
@@ -217,9 +219,24 @@ function deploymentBase<S>(
     sdk_version: deployment.sdkVersion ?? null,
     services,
   };
+  if (endpoint.kind === 'lambda') {
+    return {
+      id: deployment.id,
+      arn: endpoint.arn,
+      ...(endpoint.assumeRoleArn === undefined ? {} : { assume_role_arn: endpoint.assumeRoleArn }),
+      ...common,
+    };
+  }
+  return {
+    id: deployment.id,
+    uri: endpoint.uri,
+    protocol_type: deployment.protocolType,
+    http_version: endpoint.httpVersion,
+    ...common,
+  };
 }
 
-export function renderDeployment(deployment: DeploymentSchema): HttpDeploymentResponse {
+export function renderDeployment(deployment: DeploymentSchema): DeploymentResponse {
   return deploymentBase(
     deployment,
     deployment.services.map((s) => ({ name: s.name, revision: s.revision })),
@@ -230,7 +247,7 @@ export function renderDetailedDeployment(
   deployment: DeploymentSchema,
   services: readonly ActiveService[],
   defaults: ServiceDefaults,
-): DetailedHttpDeploymentResponse {
+): DetailedDeploymentResponse {
   const ctx: RenderContext = { protocolType: deployment.protocolType, defaults };
   return deploymentBase(
     deployment,

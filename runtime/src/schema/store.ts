@@ -1,4 +1,5 @@
 import type {
+  DeploymentEndpoint,
   DeploymentSchema,
   KafkaClusterSchema,
   ServiceOverrides,
@@ -67,7 +68,8 @@ export interface DeploymentUpdateWrite {
  * `announce()` once, so that every runtime process reloads after the commit.
  */
 export interface SchemaTransaction {
-  deploymentsByUri(uri: string): Promise<DeploymentSchema[]>;
+  /** Deployments with this endpoint's address (URI or ARN), oldest first. */
+  deploymentsAt(endpoint: DeploymentEndpoint): Promise<DeploymentSchema[]>;
   deployment(id: string): Promise<DeploymentSchema | undefined>;
   /** The service schemas a deployment registered, in its `services` order. */
   revisionsOf(deployment: DeploymentSchema): Promise<ServiceSchema[]>;

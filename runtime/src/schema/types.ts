@@ -66,11 +66,34 @@ export interface ServiceOverrides {
   abortTimeoutMs?: number;
 }
 
+export type HttpVersion = 'HTTP/2.0' | 'HTTP/1.1';
+
+/** An HTTP deployment: its normalised URI and the HTTP version discovery ran over. */
+export interface HttpEndpoint {
+  kind: 'http';
+  uri: string;
+  httpVersion: HttpVersion;
+}
+
+/** A Lambda deployment: its qualified function ARN and, when set, the role assumed to invoke it. */
+export interface LambdaEndpoint {
+  kind: 'lambda';
+  arn: string;
+  assumeRoleArn?: string | undefined;
+}
+
+/** Where a deployment's services are reached; its address (URI or ARN) is unique among deployments. */
+export type DeploymentEndpoint = HttpEndpoint | LambdaEndpoint;
+
+/** The URI or ARN: what identifies the endpoint in messages and in the uniqueness check. */
+export function endpointAddress(endpoint: DeploymentEndpoint): string {
+  return endpoint.kind === 'http' ? endpoint.uri : endpoint.arn;
+}
+
 export interface DeploymentSchema {
   id: string;
-  uri: string;
+  endpoint: DeploymentEndpoint;
   protocolType: ProtocolType;
-  httpVersion: 'HTTP/2.0' | 'HTTP/1.1';
   additionalHeaders: Record<string, string>;
   metadata: Record<string, string>;
   minProtocolVersion: number;

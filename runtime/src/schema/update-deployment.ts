@@ -1,15 +1,21 @@
+import { checkRoleArn, parseFunctionArn } from '../lambda/arn.ts';
 import { normalizeDeploymentUri } from '../service-client/discovery.ts';
 import { LOG_FIELDS } from '../telemetry/logger.ts';
-import { DeploymentNotFoundError, IncompatibleDeploymentUpdateError, SchemaNotFoundError } from './errors.ts';
-import type { SchemaOperationDeps } from './operation-deps.ts';
+import {
+  DeploymentNotFoundError,
+  DeploymentTypeMismatchError,
+  IncompatibleDeploymentUpdateError,
+  SchemaNotFoundError,
+} from './errors.ts';
+import type { EndpointTarget, SchemaOperationDeps } from './operation-deps.ts';
 import { discoverEndpoint, type Discovered } from './register.ts';
 import type { SchemaTransaction } from './store.ts';
-import type { ActiveService, DeploymentSchema, ServiceSchema } from './types.ts';
+import { endpointAddress, type ActiveService, type DeploymentSchema, type ServiceSchema } from './types.ts';
 
 /**
  * `PATCH /deployments/{id}` (and `PUT` on admin API v2): updates a deployment in place, keeping its id and creation
- * time. Used to move a deployment to a new address or give it new headers, typically to repair invocations pinned to
- * it. With no connection detail in the request nothing happens; otherwise the endpoint is discovered again and the
+ * time. Used to move a deployment to a new address (URI, or function ARN), give it new headers or, for Lambda, a new
+ * role to assume, typically to repair invocations pinned to it. With no connection detail in the request nothing happens; otherwise the endpoint is discovered again and the
  * update is refused with META0016 unless the endpoint still offers what the deployment registered:
  *
  * - exactly the same supported protocol versions;
@@ -24,10 +30,14 @@ import type { ActiveService, DeploymentSchema, ServiceSchema } from './types.ts'
  */
 
 export interface UpdateDeploymentRequest {
+  /** Which variant's own options the request has (undefined: only headers and flags, valid for both). */
+  kind?: 'http' | 'lambda';
   uri?: string;
+  useHttp11?: boolean;
+  arn?: string;
+  assumeRoleArn?: string;
   /** Replaces all headers. */
   additionalHeaders?: Record<string, string>;
-  useHttp11?: boolean;
   overwrite: boolean;
   dryRun: boolean;
 }
@@ -114,9 +124,8 @@ async function plan(
 
   const deployment: DeploymentSchema = {
     ...current,
-    uri: found.uri,
+    endpoint: found.endpoint,
     protocolType: found.manifest.protocolType,
-    httpVersion: found.httpVersion,
     additionalHeaders: headers,
   };
   if (found.sdkVersion === undefined) delete deployment.sdkVersion;
@@ -138,24 +147,42 @@ export function createUpdateDeployment(deps: SchemaOperationDeps): UpdateDeploym
   const log = deps.logger.child({ component: 'registration' });
   return async (id, req) => {
     // Nothing to change: answered from the registry, without discovery (restate does the same).
-    if (req.uri === undefined && req.additionalHeaders === undefined && req.useHttp11 === undefined) {
+    if (
+      req.uri === undefined &&
+      req.useHttp11 === undefined &&
+      req.arn === undefined &&
+      req.assumeRoleArn === undefined &&
+      req.additionalHeaders === undefined
+    ) {
       const deployment = deps.registry.deployment(id);
       if (deployment === undefined) throw new DeploymentNotFoundError(id);
+      if (req.kind !== undefined && req.kind !== deployment.endpoint.kind) {
+        throw new DeploymentTypeMismatchError(deployment.endpoint.kind, req.kind);
+      }
       return { deployment, services: deps.registry.deploymentServices(deployment) };
     }
-    const uri = req.uri === undefined ? undefined : normalizeDeploymentUri(req.uri);
     const existing = await deps.store.transaction((tx) => tx.deployment(id));
     if (existing === undefined) throw new SchemaNotFoundError(id);
+    const current = existing.endpoint;
+    if (req.kind !== undefined && req.kind !== current.kind)
+      throw new DeploymentTypeMismatchError(current.kind, req.kind);
 
+    let target: EndpointTarget;
+    if (current.kind === 'http') {
+      const uri = req.uri === undefined ? undefined : normalizeDeploymentUri(req.uri);
+      target = {
+        kind: 'http',
+        uri: uri ?? current.uri,
+        // A new address is discovered over HTTP/2 unless told otherwise; the same address keeps its transport.
+        useHttp11: req.useHttp11 ?? (uri === undefined && current.httpVersion === 'HTTP/1.1'),
+      };
+    } else {
+      const fn = parseFunctionArn(req.arn ?? current.arn);
+      const role = req.assumeRoleArn === undefined ? current.assumeRoleArn : checkRoleArn(req.assumeRoleArn);
+      target = role === undefined ? { kind: 'lambda', fn } : { kind: 'lambda', fn, assumeRoleArn: role };
+    }
     const headers = req.additionalHeaders ?? existing.additionalHeaders;
-    const found = await discoverEndpoint(deps.discover, {
-      uri: uri ?? existing.uri,
-      additionalHeaders: headers,
-      // A new address is discovered over HTTP/2 unless told otherwise; the same address keeps its transport.
-      useHttp11: req.useHttp11 ?? (uri === undefined && existing.httpVersion === 'HTTP/1.1'),
-      clusterName: deps.clusterName,
-      timeoutMs: deps.discoveryTimeoutMs,
-    });
+    const found = await discoverEndpoint(deps, { target, additionalHeaders: headers });
 
     const planned = await deps.store.transaction(async (tx) => {
       const p = await plan(tx, id, req, found, headers);
@@ -180,8 +207,8 @@ export function createUpdateDeployment(deps: SchemaOperationDeps): UpdateDeploym
     log.info(
       {
         [LOG_FIELDS.deploymentId]: id,
-        uri: planned.deployment.uri,
-        previousUri: existing.uri,
+        endpoint: endpointAddress(planned.deployment.endpoint),
+        previousEndpoint: endpointAddress(existing.endpoint),
         overwrite: req.overwrite,
         services: planned.deployment.services,
       },

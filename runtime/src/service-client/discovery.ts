@@ -19,6 +19,8 @@ import { BadDiscoveryResponseError, DiscoveryFailedError, Http2DiscoveryFailedEr
  */
 
 export type HttpVersion = 'HTTP/2.0' | 'HTTP/1.1';
+/** What discovery (and then every invocation) runs over: HTTP/2, HTTP/1.1, or a Lambda function's Invoke API. */
+export type DiscoveryTransport = HttpVersion | 'Lambda';
 
 export interface DiscoverOptions {
   /** The deployment URI; normalised here (a bare origin gets its trailing `/`). */
@@ -35,7 +37,7 @@ export interface DiscoveryResponse {
   readonly manifest: unknown;
   readonly contentType: string;
   readonly manifestVersion: ManifestVersion;
-  readonly httpVersion: HttpVersion;
+  readonly transport: DiscoveryTransport;
   /** The SDK's `x-restate-server` header, e.g. `restate-sdk-typescript/1.17.2`. */
   readonly sdkVersion: string | undefined;
 }
@@ -76,7 +78,8 @@ export function discoveryUrl(uri: string): URL {
   return url;
 }
 
-interface RawResponse {
+/** A discovery answer as received: status, headers and the whole body. */
+export interface RawResponse {
   status: number;
   statusText: string;
   headers: Record<string, string | string[] | undefined>;
@@ -97,7 +100,11 @@ class BodyTooLarge extends Error {
   }
 }
 
-function requestHeaders(options: DiscoverOptions): Record<string, string> {
+/** The headers of a discovery request: the deployment's own, then the Accept list and the cluster name. */
+export function discoveryRequestHeaders(options: {
+  additionalHeaders: Readonly<Record<string, string>>;
+  clusterName: string;
+}): Record<string, string> {
   return {
     ...options.additionalHeaders,
     accept: DISCOVERY_ACCEPT_HEADER,
@@ -109,7 +116,7 @@ function headerValue(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value.join(', ') : value;
 }
 
-function causeMessage(err: unknown): string {
+export function causeMessage(err: unknown): string {
   if (err instanceof Error) {
     const cause = (err as { cause?: unknown }).cause;
     return cause instanceof Error && !err.message.includes(cause.message)
@@ -284,14 +291,14 @@ function snippet(body: Buffer): string {
 }
 
 /**
- * Runs discovery against a deployment. Failures are coded errors: unreachable, timed out or non-2xx → META0003;
- * an HTTP/2 protocol failure on an established connection (an HTTP/1.1-only server) → META0014; a body that is not
- * a manifest of a supported version → META0013.
+ * Runs discovery against an HTTP deployment. Failures are coded errors: unreachable, timed out or non-2xx →
+ * META0003; an HTTP/2 protocol failure on an established connection (an HTTP/1.1-only server) → META0014; a body
+ * that is not a manifest of a supported version → META0013.
  */
 export async function discover(options: DiscoverOptions): Promise<DiscoveryResponse> {
   const uri = normalizeDeploymentUri(options.uri);
   const url = discoveryUrl(uri);
-  const headers = requestHeaders(options);
+  const headers = discoveryRequestHeaders(options);
   const httpVersion: HttpVersion = options.useHttp11 ? 'HTTP/1.1' : 'HTTP/2.0';
 
   let response: RawResponse;
@@ -302,14 +309,25 @@ export async function discover(options: DiscoverOptions): Promise<DiscoveryRespo
   } catch (err) {
     throw transportError(uri, err, options.useHttp11);
   }
+  return readDiscoveryResponse(uri, response, httpVersion);
+}
 
+/**
+ * Checks a discovery answer, whatever carried it (HTTP, or a Lambda function's HTTP-like response): a 2xx status, a
+ * supported manifest content type, a JSON body. `address` (URI or ARN) names the endpoint in messages.
+ */
+export function readDiscoveryResponse(
+  address: string,
+  response: RawResponse,
+  transport: DiscoveryTransport,
+): DiscoveryResponse {
   if (response.status < 200 || response.status > 299) {
     const authHint =
       response.status === 401 || response.status === 403
         ? ' The endpoint requires authentication: pass the credentials it expects in additional_headers.'
         : '';
     throw new DiscoveryFailedError(
-      `error when calling '${uri}': got status code '${response.status} ${response.statusText}'. ` +
+      `error when calling '${address}': got status code '${response.status} ${response.statusText}'. ` +
         `Body: ${snippet(response.body)}.${authHint}`,
     );
   }
@@ -342,7 +360,7 @@ export async function discover(options: DiscoverOptions): Promise<DiscoveryRespo
     manifest,
     contentType,
     manifestVersion,
-    httpVersion,
+    transport,
     sdkVersion: headerValue(response.headers['x-restate-server']),
   };
 }

@@ -53,7 +53,9 @@ export async function startAdminHarness(options: AdminHarnessOptions = {}): Prom
   const config = loadConfig({ env: { RATCHET_CLUSTER_NAME: options.clusterName ?? 'admin-test', ...options.env } });
   const logger = options.logger ?? pino({ level: process.env['RATCHET_TEST_LOG_LEVEL'] ?? 'silent' });
   // The node's own wiring of the schema side (createSchema), with a shorter discovery timeout for the tests.
-  const { registry, register, operations } = await createSchema(pool, config, logger, { discoveryTimeoutMs: 5_000 });
+  const { registry, register, operations, lambda } = await createSchema(pool, config, logger, {
+    discoveryTimeoutMs: 5_000,
+  });
   const app = buildAdminApp({
     registry,
     register,
@@ -83,6 +85,7 @@ export async function startAdminHarness(options: AdminHarnessOptions = {}): Prom
     },
     async close() {
       await app.close();
+      lambda.close();
       await pool.end();
       await db.drop();
     },

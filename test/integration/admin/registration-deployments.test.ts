@@ -358,9 +358,19 @@ describe('request handling', () => {
       service_code: null,
     });
 
-    const lambda = await register({ arn: 'arn:aws:lambda:eu-central-1:123456789012:function:f:1' });
-    expect(lambda.status).toBe(501);
-    expect(String(lambda.json()['message'])).toContain('Lambda deployments are not supported');
+    // Lambda ARNs are checked before anything is invoked (restate's texts).
+    const unqualified = await register({ arn: 'arn:aws:lambda:eu-central-1:123456789012:function:f' });
+    expect(unqualified.status).toBe(400);
+    expect(unqualified.json()).toEqual({
+      message:
+        "The request field 'arn' is invalid. Reason: A qualified ARN needs a version or alias suffix. If you want to " +
+        "use the unpublished version, provide $LATEST and make sure your shell doesn't treat it as a variable",
+      restate_code: null,
+      service_code: null,
+    });
+    const role = await register({ arn: 'arn:aws:lambda:eu-central-1:123456789012:function:f:1', assume_role_arn: 'x' });
+    expect(role.status).toBe(400);
+    expect(String(role.json()['message'])).toContain("The request field 'assume_role_arn' is invalid");
   });
 
   it('parses deployment ids like restate and answers 404 for unknown ones', async () => {

@@ -196,7 +196,8 @@ describe('conflicts between deployments', () => {
     expect(admin.registry.service('Shifty')?.schema.ty).toBe('VirtualObject');
 
     // The first deployment still lists the revision it registered.
-    const firstId = admin.registry.deployments().find((d) => d.uri === first.url)?.id ?? '';
+    const firstId =
+      admin.registry.deployments().find((d) => d.endpoint.kind === 'http' && d.endpoint.uri === first.url)?.id ?? '';
     const old = (await request('GET', `/deployments/${firstId}`)).json();
     expect(old['services']).toMatchObject([{ name: 'Shifty', ty: 'Service', revision: 1, deployment_id: firstId }]);
   });

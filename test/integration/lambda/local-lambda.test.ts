@@ -43,10 +43,8 @@ describe('local Lambda (serverless-offline) with the AWS SDK', () => {
   it('a Restate SDK Lambda endpoint answers discovery in request/response mode', async () => {
     const out = await client.send(
       new InvokeCommand({
-        // serverless-offline finds functions by name only (an ARN is "not found"): the name and the qualifier, as the
-        // runtime's transport sends them (on AWS the same as the qualified ARN).
-        FunctionName: lambda.functionName('greeter'),
-        Qualifier: '$LATEST',
+        // The qualified ARN, as Ratchet and restate send it.
+        FunctionName: lambda.arn('greeter'),
         Payload: Buffer.from(
           JSON.stringify({
             path: '/discover',
@@ -76,7 +74,7 @@ describe('local Lambda (serverless-offline) with the AWS SDK', () => {
 
   it('a function that throws comes back as a FunctionError', async () => {
     const out = await client.send(
-      new InvokeCommand({ FunctionName: lambda.functionName('broken'), Payload: Buffer.from('{}') }),
+      new InvokeCommand({ FunctionName: lambda.arn('broken'), Payload: Buffer.from('{}') }),
     );
     expect(out.FunctionError).toBe('Unhandled');
     expect(Buffer.from(out.Payload!).toString('utf8')).toContain('broken on purpose');

@@ -67,9 +67,8 @@ export class StubRegistry implements Pick<SchemaRegistry, 'service' | 'deploymen
     const [min, max] = options.protocolVersions ?? [5, 6];
     this.deploymentSchema = {
       id: DEPLOYMENT_ID,
-      uri: 'http://scripted.invalid:9080/',
+      endpoint: { kind: 'http', uri: 'http://scripted.invalid:9080/', httpVersion: 'HTTP/2.0' },
       protocolType: 'BidiStream',
-      httpVersion: 'HTTP/2.0',
       additionalHeaders: {},
       metadata: {},
       minProtocolVersion: min,

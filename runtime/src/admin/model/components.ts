@@ -3,14 +3,14 @@ import { ClusterHealthResponse } from './cluster-health.ts';
 import { DeploymentId, SchemaInfo } from './common.ts';
 import {
   DeploymentParams,
-  DetailedHttpDeploymentResponse,
-  HttpDeploymentResponse,
+  DeploymentResponse,
+  DetailedDeploymentResponse,
   ListDeploymentsResponse,
   ProtocolType,
   RegisterDeploymentResponse,
-  RegisterHttpDeploymentRequest,
+  RegisterDeploymentRequest,
   ServiceNameRevPair,
-  UpdateHttpDeploymentRequest,
+  UpdateDeploymentRequest,
 } from './deployments.ts';
 import { ErrorDescriptionResponse } from './errors.ts';
 import { InvocationParams, RestartAsNewInvocationResponse } from './invocations.ts';
@@ -69,12 +69,12 @@ export const ADMIN_COMPONENTS: readonly TSchema[] = [
   ListServicesResponse,
   ListServiceHandlersResponse,
   ModifyServiceRequest,
-  HttpDeploymentResponse,
-  DetailedHttpDeploymentResponse,
+  DeploymentResponse,
+  DetailedDeploymentResponse,
   ListDeploymentsResponse,
-  RegisterHttpDeploymentRequest,
+  RegisterDeploymentRequest,
   RegisterDeploymentResponse,
-  UpdateHttpDeploymentRequest,
+  UpdateDeploymentRequest,
   CreateKafkaClusterRequest,
   UpdateKafkaClusterRequest,
   SimpleKafkaClusterResponse,

@@ -1,15 +1,13 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { DeploymentId, SchemaInfo } from './common.ts';
-import { ArrayOf, Component, Meaningful, Nullable, Ref, StringEnum, StringMap } from './json-schema.ts';
+import { ArrayOf, Component, Meaningful, Nullable, OneOf, Ref, StringEnum, StringMap } from './json-schema.ts';
 import { ServiceMetadata } from './services.ts';
 
 /*
  * Deployments: `GET|POST /deployments`, `GET|PATCH|PUT|DELETE /deployments/{deployment}`.
  *
- * restate's API has an HTTP and a Lambda variant of each deployment shape. Ratchet registers HTTP deployments only:
- * its OpenAPI document describes the HTTP variants, under restate's component names. The Lambda variants are here
- * because requests carrying them are read (to be refused: 501 to register, 400 to update) and because the operator,
- * which speaks restate's API, sees both.
+ * restate's API has an HTTP and a Lambda variant of each deployment shape (an untagged enum: `uri` or `arn`), and so
+ * has Ratchet's: the components carry restate's names and are `oneOf` the two variants.
  */
 
 export const DeploymentParams = Type.Object({ deployment: Type.String({ description: 'Deployment identifier' }) });
@@ -51,13 +49,15 @@ function httpDeploymentFields<S extends typeof ServiceNameRevPair | typeof Servi
   };
 }
 
-/** restate's Lambda deployment: Ratchet never answers with one. */
+/** The fields of a Lambda deployment. */
 function lambdaDeploymentFields<S extends typeof ServiceNameRevPair | typeof ServiceMetadata>(services: S) {
   return {
     id: Ref(DeploymentId),
-    arn: Type.String(),
-    assume_role_arn: Type.Optional(Nullable(Type.String())),
-    additional_headers: Type.Optional(StringMap()),
+    arn: Type.String({ description: 'The qualified function ARN (version, alias or $LATEST).' }),
+    assume_role_arn: Type.Optional(
+      Nullable(Type.String(), { description: 'Role assumed to invoke the function (external id: the cluster name).' }),
+    ),
+    additional_headers: Type.Optional(StringMap({ description: 'Headers sent with every request to the function.' })),
     metadata: Type.Optional(StringMap()),
     created_at: Type.String(),
     min_protocol_version: protocolVersion(),
@@ -68,34 +68,43 @@ function lambdaDeploymentFields<S extends typeof ServiceNameRevPair | typeof Ser
   };
 }
 
-export const HttpDeploymentResponse = Component(
-  'DeploymentResponse',
-  Type.Object(httpDeploymentFields(ServiceNameRevPair), { title: 'HttpDeploymentResponse' }),
-);
+export const HttpDeploymentResponse = Type.Object(httpDeploymentFields(ServiceNameRevPair), {
+  title: 'HttpDeploymentResponse',
+  description: 'Deployment response for HTTP deployments',
+});
 export type HttpDeploymentResponse = Static<typeof HttpDeploymentResponse>;
-export const LambdaDeploymentResponse = Type.Object(lambdaDeploymentFields(ServiceNameRevPair));
+export const LambdaDeploymentResponse = Type.Object(lambdaDeploymentFields(ServiceNameRevPair), {
+  title: 'LambdaDeploymentResponse',
+  description: 'Deployment response for Lambda deployments',
+});
 export type LambdaDeploymentResponse = Static<typeof LambdaDeploymentResponse>;
 /** A deployment in `GET /deployments`. */
-export const DeploymentResponse = Type.Union([HttpDeploymentResponse, LambdaDeploymentResponse]);
+export const DeploymentResponse = Component(
+  'DeploymentResponse',
+  OneOf([HttpDeploymentResponse, LambdaDeploymentResponse]),
+);
 export type DeploymentResponse = Static<typeof DeploymentResponse>;
 
-export const DetailedHttpDeploymentResponse = Component(
-  'DetailedDeploymentResponse',
-  Type.Object(httpDeploymentFields(ServiceMetadata), { title: 'DetailedHttpDeploymentResponse' }),
-);
+export const DetailedHttpDeploymentResponse = Type.Object(httpDeploymentFields(ServiceMetadata), {
+  title: 'HttpDetailedDeploymentResponse',
+  description: 'Detailed deployment response for HTTP deployments',
+});
 export type DetailedHttpDeploymentResponse = Static<typeof DetailedHttpDeploymentResponse>;
-export const DetailedLambdaDeploymentResponse = Type.Object(lambdaDeploymentFields(ServiceMetadata));
+export const DetailedLambdaDeploymentResponse = Type.Object(lambdaDeploymentFields(ServiceMetadata), {
+  title: 'LambdaDetailedDeploymentResponse',
+  description: 'Detailed deployment response for Lambda deployments',
+});
 export type DetailedLambdaDeploymentResponse = Static<typeof DetailedLambdaDeploymentResponse>;
 /** `GET|PATCH /deployments/{deployment}`: a deployment with the metadata of the service revisions it registered. */
-export const DetailedDeploymentResponse = Type.Union([
-  DetailedHttpDeploymentResponse,
-  DetailedLambdaDeploymentResponse,
-]);
+export const DetailedDeploymentResponse = Component(
+  'DetailedDeploymentResponse',
+  OneOf([DetailedHttpDeploymentResponse, DetailedLambdaDeploymentResponse]),
+);
 export type DetailedDeploymentResponse = Static<typeof DetailedDeploymentResponse>;
 
 export const ListDeploymentsResponse = Component(
   'ListDeploymentsResponse',
-  Type.Object({ deployments: ArrayOf(HttpDeploymentResponse) }),
+  Type.Object({ deployments: ArrayOf(DeploymentResponse) }),
 );
 export type ListDeploymentsResponse = Static<typeof ListDeploymentsResponse>;
 
@@ -117,33 +126,37 @@ const registrationFlags = {
   ),
 };
 
-export const RegisterHttpDeploymentRequest = Component(
-  'RegisterDeploymentRequest',
-  Type.Object(
-    {
-      ...registrationFlags,
-      uri: Type.String({ format: 'uri' }),
-      use_http_11: Type.Optional(
-        Type.Boolean({ description: 'Discover (and invoke) over HTTP/1.1: request/response mode.' }),
-      ),
-    },
-    {
-      title: 'RegisterHttpDeploymentRequest',
-      description: 'Ratchet registers HTTP deployments; a Lambda request (`arn`) is answered with 501.',
-    },
-  ),
+export const RegisterHttpDeploymentRequest = Type.Object(
+  {
+    ...registrationFlags,
+    uri: Type.String({ format: 'uri' }),
+    use_http_11: Type.Optional(
+      Type.Boolean({ description: 'Discover (and invoke) over HTTP/1.1: request/response mode.' }),
+    ),
+  },
+  { title: 'RegisterHttpDeploymentRequest', description: 'Register HTTP deployment request' },
 );
 export type RegisterHttpDeploymentRequest = Static<typeof RegisterHttpDeploymentRequest>;
 
-export const RegisterLambdaDeploymentRequest = Type.Object({
-  ...registrationFlags,
-  arn: Type.String(),
-  assume_role_arn: Type.Optional(Nullable(Type.String())),
-});
+export const RegisterLambdaDeploymentRequest = Type.Object(
+  {
+    ...registrationFlags,
+    arn: Type.String({ description: 'Qualified function ARN: ends with a version, an alias or $LATEST.' }),
+    assume_role_arn: Type.Optional(
+      Nullable(Type.String(), {
+        description: 'IAM role assumed to invoke the function; STS is called with the cluster name as external id.',
+      }),
+    ),
+  },
+  { title: 'RegisterLambdaDeploymentRequest', description: 'Register Lambda deployment request' },
+);
 export type RegisterLambdaDeploymentRequest = Static<typeof RegisterLambdaDeploymentRequest>;
 
 /** `POST /deployments`. */
-export const RegisterDeploymentRequest = Type.Union([RegisterHttpDeploymentRequest, RegisterLambdaDeploymentRequest]);
+export const RegisterDeploymentRequest = Component(
+  'RegisterDeploymentRequest',
+  OneOf([RegisterHttpDeploymentRequest, RegisterLambdaDeploymentRequest]),
+);
 export type RegisterDeploymentRequest = Static<typeof RegisterDeploymentRequest>;
 
 export const RegisterDeploymentResponse = Component(
@@ -173,33 +186,41 @@ const updateFlags = {
 };
 
 /** Properties are checked in this order; the first problem is reported. */
-export const UpdateHttpDeploymentRequest = Component(
-  'UpdateDeploymentRequest',
-  Type.Object(
-    {
-      uri: Type.Optional(Nullable(Type.String(), { format: 'uri' })),
-      overwrite: updateFlags.overwrite,
-      dry_run: updateFlags.dry_run,
-      use_http_11: Type.Optional(Nullable(Type.Boolean())),
-      additional_headers: updateFlags.additional_headers,
-    },
-    {
-      title: 'UpdateHttpDeploymentRequest',
-      description:
-        'Without `uri`, `additional_headers` and `use_http_11` nothing changes. Otherwise the endpoint is discovered ' +
-        'again and must keep the same protocol versions, services, service types and handlers (META0016).',
-    },
-  ),
+export const UpdateHttpDeploymentRequest = Type.Object(
+  {
+    uri: Type.Optional(Nullable(Type.String(), { format: 'uri' })),
+    overwrite: updateFlags.overwrite,
+    dry_run: updateFlags.dry_run,
+    use_http_11: Type.Optional(Nullable(Type.Boolean())),
+    additional_headers: updateFlags.additional_headers,
+  },
+  {
+    title: 'UpdateHttpDeploymentRequest',
+    description:
+      'Without `uri`, `additional_headers` and `use_http_11` nothing changes. Otherwise the endpoint is discovered ' +
+      'again and must keep the same protocol versions, services, service types and handlers (META0016).',
+  },
 );
 export type UpdateHttpDeploymentRequest = Static<typeof UpdateHttpDeploymentRequest>;
 
-export const UpdateLambdaDeploymentRequest = Type.Object({
-  arn: Type.Optional(Nullable(Type.String())),
-  assume_role_arn: Type.Optional(Nullable(Type.String())),
-  ...updateFlags,
-});
+export const UpdateLambdaDeploymentRequest = Type.Object(
+  {
+    arn: Type.Optional(Nullable(Type.String(), { description: 'A new qualified function ARN.' })),
+    assume_role_arn: Type.Optional(Nullable(Type.String(), { description: 'A new role to assume.' })),
+    ...updateFlags,
+  },
+  {
+    title: 'UpdateLambdaDeploymentRequest',
+    description:
+      'Without `arn`, `assume_role_arn` and `additional_headers` nothing changes. Otherwise the function is ' +
+      'discovered again (with the new role) and must keep what the deployment registered (META0016).',
+  },
+);
 export type UpdateLambdaDeploymentRequest = Static<typeof UpdateLambdaDeploymentRequest>;
 
 /** `PATCH /deployments/{deployment}` (and `PUT` under `/v2`). */
-export const UpdateDeploymentRequest = Type.Union([UpdateHttpDeploymentRequest, UpdateLambdaDeploymentRequest]);
+export const UpdateDeploymentRequest = Component(
+  'UpdateDeploymentRequest',
+  OneOf([UpdateHttpDeploymentRequest, UpdateLambdaDeploymentRequest]),
+);
 export type UpdateDeploymentRequest = Static<typeof UpdateDeploymentRequest>;

@@ -71,6 +71,11 @@ export function Nullable<T extends TSchema>(schema: T, options: SchemaOptions = 
   return Type.Unsafe<Static<T> | null>({ ...schema, [Kind]: 'Unsafe', type: [schema.type, 'null'], ...options });
 }
 
+/** `oneOf` the given object schemas: restate's untagged enums (an HTTP and a Lambda variant). */
+export function OneOf<const T extends readonly TSchema[]>(variants: T): TUnsafe<Static<T[number]>> {
+  return Type.Unsafe<Static<T[number]>>({ oneOf: variants.map((v) => toJsonSchema(v)) });
+}
+
 /** `oneOf: [null, schema]`: restate's form for an optional reference (`ty`, `on_max_attempts`). */
 export function OrNull<T extends TSchema>(schema: T): TUnsafe<Static<T> | null> {
   return Type.Unsafe<Static<T> | null>({ oneOf: [{ type: 'null' }, schema] });

@@ -2,11 +2,11 @@ import type { TObject, TSchema } from '@sinclair/typebox';
 import { ClusterHealthResponse } from '../model/cluster-health.ts';
 import {
   DeleteDeploymentQuery,
-  DetailedHttpDeploymentResponse,
+  DetailedDeploymentResponse,
   ListDeploymentsResponse,
   RegisterDeploymentResponse,
-  RegisterHttpDeploymentRequest,
-  UpdateHttpDeploymentRequest,
+  RegisterDeploymentRequest,
+  UpdateDeploymentRequest,
 } from '../model/deployments.ts';
 import {
   DeleteInvocationQuery,
@@ -168,7 +168,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
       'Discovers the endpoint and registers the services it exposes. The same uri again answers 200 without ' +
       'change when the endpoint is unchanged (META0004 when it changed); `force` replaces the deployment with that ' +
       'uri (META0017 when several share it); a service changing type is META0006 unless `force` or `breaking`.',
-    body: RegisterHttpDeploymentRequest,
+    body: RegisterDeploymentRequest,
     success: [
       { status: '201', description: 'Created', schema: RegisterDeploymentResponse, headers: LOCATION },
       {
@@ -184,7 +184,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     tag: 'deployment',
     summary: 'Get deployment',
     description: 'A deployment with the full metadata of the service revisions it registered.',
-    success: [{ status: '200', description: 'Deployment', schema: DetailedHttpDeploymentResponse }],
+    success: [{ status: '200', description: 'Deployment', schema: DetailedDeploymentResponse }],
     errors: [400, 404],
   },
   'PATCH /deployments/{}': {
@@ -195,10 +195,8 @@ export const OPERATIONS: Record<string, OperationDoc> = {
       'Updates a deployment in place (same id): a new uri, headers or transport, e.g. to repair invocations pinned ' +
       'to it. The endpoint is discovered again and must keep exactly the same supported protocol versions, every ' +
       'service with the same type and every handler (META0016). `overwrite` also replaces the stored schemas.',
-    body: UpdateHttpDeploymentRequest,
-    success: [
-      { status: '200', description: 'Updated (or, dry run, would be)', schema: DetailedHttpDeploymentResponse },
-    ],
+    body: UpdateDeploymentRequest,
+    success: [{ status: '200', description: 'Updated (or, dry run, would be)', schema: DetailedDeploymentResponse }],
     errors: [...EXTRACTION, 404, 500],
   },
   'PUT /deployments/{}': {
@@ -208,8 +206,8 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     description:
       'The admin API v2 spelling of PATCH, served under `/v2` only; other prefixes answer 405 ("PUT deployment ' +
       'is deprecated, use PATCH instead").',
-    body: UpdateHttpDeploymentRequest,
-    success: [{ status: '200', description: 'Updated', schema: DetailedHttpDeploymentResponse }],
+    body: UpdateDeploymentRequest,
+    success: [{ status: '200', description: 'Updated', schema: DetailedDeploymentResponse }],
     errors: [...EXTRACTION, 404, 405, 500],
   },
   'DELETE /deployments/{}': {

@@ -10,6 +10,7 @@ import type {
   StoredService,
 } from '../../../schema/store.ts';
 import type {
+  DeploymentEndpoint,
   DeploymentSchema,
   HandlerSchema,
   KafkaClusterSchema,
@@ -34,6 +35,8 @@ export const SCHEMA_CHANGED_CHANNEL = 'ratchet_schema_changed';
 interface DeploymentRow {
   id: string;
   uri: string | null;
+  arn: string | null;
+  assume_role_arn: string | null;
   protocol_type: string;
   http_version: string | null;
   additional_headers: Record<string, string>;
@@ -60,15 +63,14 @@ interface ServiceRow {
   overrides: ServiceOverrides;
 }
 
-const DEPLOYMENT_COLUMNS = `id, uri, protocol_type, http_version, additional_headers, metadata, min_protocol_version,
+const DEPLOYMENT_COLUMNS = `id, uri, arn, assume_role_arn, protocol_type, http_version, additional_headers, metadata, min_protocol_version,
   max_protocol_version, sdk_version, services, created_at`;
 
 function toDeployment(row: DeploymentRow): DeploymentSchema {
   const deployment: DeploymentSchema = {
     id: row.id,
-    uri: row.uri ?? '',
+    endpoint: toEndpoint(row),
     protocolType: row.protocol_type as ProtocolType,
-    httpVersion: row.http_version === 'HTTP/1.1' ? 'HTTP/1.1' : 'HTTP/2.0',
     additionalHeaders: row.additional_headers,
     metadata: row.metadata,
     minProtocolVersion: row.min_protocol_version,
@@ -78,6 +80,24 @@ function toDeployment(row: DeploymentRow): DeploymentSchema {
   };
   if (row.sdk_version !== null) deployment.sdkVersion = row.sdk_version;
   return deployment;
+}
+
+function toEndpoint(row: DeploymentRow): DeploymentEndpoint {
+  if (row.arn !== null) {
+    return {
+      kind: 'lambda',
+      arn: row.arn,
+      ...(row.assume_role_arn === null ? {} : { assumeRoleArn: row.assume_role_arn }),
+    };
+  }
+  return { kind: 'http', uri: row.uri ?? '', httpVersion: row.http_version === 'HTTP/1.1' ? 'HTTP/1.1' : 'HTTP/2.0' };
+}
+
+/** The endpoint's columns: uri, arn, assume_role_arn, http_version. */
+function endpointColumns(endpoint: DeploymentEndpoint): [string | null, string | null, string | null, string | null] {
+  return endpoint.kind === 'http'
+    ? [endpoint.uri, null, null, endpoint.httpVersion]
+    : [null, endpoint.arn, endpoint.assumeRoleArn ?? null, null];
 }
 
 function toService(row: ServiceRow): StoredService {
@@ -133,10 +153,11 @@ function decodeSchema(stored: StoredServiceSchema): ServiceSchema {
 class PgSchemaTransaction implements SchemaTransaction {
   constructor(private readonly client: pg.ClientBase) {}
 
-  async deploymentsByUri(uri: string): Promise<DeploymentSchema[]> {
+  async deploymentsAt(endpoint: DeploymentEndpoint): Promise<DeploymentSchema[]> {
+    const column = endpoint.kind === 'http' ? 'uri' : 'arn';
     const res = await this.client.query<DeploymentRow>(
-      `SELECT ${DEPLOYMENT_COLUMNS} FROM ratchet.deployment WHERE uri = $1 ORDER BY created_at, id`,
-      [uri],
+      `SELECT ${DEPLOYMENT_COLUMNS} FROM ratchet.deployment WHERE ${column} = $1 ORDER BY created_at, id`,
+      [endpoint.kind === 'http' ? endpoint.uri : endpoint.arn],
     );
     return res.rows.map(toDeployment);
   }
@@ -168,9 +189,8 @@ class PgSchemaTransaction implements SchemaTransaction {
     const d = write.deployment;
     const values = [
       d.id,
-      d.uri,
+      ...endpointColumns(d.endpoint),
       d.protocolType,
-      d.httpVersion,
       JSON.stringify(d.additionalHeaders),
       JSON.stringify(d.metadata),
       d.minProtocolVersion,
@@ -182,17 +202,19 @@ class PgSchemaTransaction implements SchemaTransaction {
     ];
     if (write.overwrite) {
       await this.client.query(
-        `UPDATE ratchet.deployment SET uri = $2, protocol_type = $3, http_version = $4, additional_headers = $5::jsonb,
-           metadata = $6::jsonb, min_protocol_version = $7, max_protocol_version = $8, sdk_version = $9,
-           manifest = $10::jsonb, services = $11::jsonb, created_at = $12
+        `UPDATE ratchet.deployment SET uri = $2, arn = $3, assume_role_arn = $4, http_version = $5,
+           protocol_type = $6, additional_headers = $7::jsonb, metadata = $8::jsonb, min_protocol_version = $9,
+           max_protocol_version = $10, sdk_version = $11, manifest = $12::jsonb, services = $13::jsonb,
+           created_at = $14
          WHERE id = $1`,
         values,
       );
     } else {
       await this.client.query(
-        `INSERT INTO ratchet.deployment (id, uri, protocol_type, http_version, additional_headers, metadata,
-           min_protocol_version, max_protocol_version, sdk_version, manifest, services, created_at)
-         VALUES ($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, $8, $9, $10::jsonb, $11::jsonb, $12)`,
+        `INSERT INTO ratchet.deployment (id, uri, arn, assume_role_arn, http_version, protocol_type,
+           additional_headers, metadata, min_protocol_version, max_protocol_version, sdk_version, manifest, services,
+           created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8::jsonb, $9, $10, $11, $12::jsonb, $13::jsonb, $14)`,
         values,
       );
     }
@@ -243,15 +265,14 @@ class PgSchemaTransaction implements SchemaTransaction {
   async updateDeployment(write: DeploymentUpdateWrite): Promise<void> {
     const d = write.deployment;
     await this.client.query(
-      `UPDATE ratchet.deployment SET uri = $2, protocol_type = $3, http_version = $4, additional_headers = $5::jsonb,
-         min_protocol_version = $6, max_protocol_version = $7, sdk_version = $8, services = $9::jsonb,
-         manifest = COALESCE($10::jsonb, manifest)
+      `UPDATE ratchet.deployment SET uri = $2, arn = $3, assume_role_arn = $4, http_version = $5,
+         protocol_type = $6, additional_headers = $7::jsonb, min_protocol_version = $8, max_protocol_version = $9,
+         sdk_version = $10, services = $11::jsonb, manifest = COALESCE($12::jsonb, manifest)
        WHERE id = $1`,
       [
         d.id,
-        d.uri,
+        ...endpointColumns(d.endpoint),
         d.protocolType,
-        d.httpVersion,
         JSON.stringify(d.additionalHeaders),
         d.minProtocolVersion,
         d.maxProtocolVersion,
