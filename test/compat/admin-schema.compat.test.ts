@@ -226,6 +226,13 @@ interface Difference {
 
 const DIFFERENCES: Difference[] = [
   {
+    what: 'PUT /deployments/{id} on the unversioned path',
+    why: 'specification 4.3: PUT updates a deployment in place; restate 1.7.12 refuses it outside /v2 (405)',
+    request: (ids, t) => req('PUT', `/deployments/${ids.get(t) ?? ''}`, {}),
+    restate: { status: 405, code: null },
+    ratchet: { status: 200 },
+  },
+  {
     what: 'PATCH /deployments/{id} to an endpoint lacking a handler the deployment registered',
     why: 'specification (META0016): an in-place update keeps every handler; restate only compares protocol versions',
     request: (ids, t) =>
@@ -359,13 +366,13 @@ describe.sequential('admin schema changes, restate-server 1.7.12 vs Ratchet', ()
     expectAgree(await onBoth({ method: 'PATCH', path: `/deployments/${unknown}`, body: '{}' }), 415, 'text');
   });
 
-  it('PUT /deployments/{id}: only under /v2', async () => {
+  it('PUT /deployments/{id}: under /v2; refused under /v3 and /v4', async () => {
     const put =
       (prefix: string, body: unknown) =>
       (t: TargetName): HttpRequest =>
         req('PUT', `${prefix}/deployments/${mainIds.get(t) ?? ''}`, body);
     expectAgree(await onBoth(put('/v2', { additional_headers: { 'x-put': '1' } })), 200, 'json');
-    for (const prefix of ['', '/v3', '/v4']) expectAgree(await onBoth(put(prefix, {})), 405, 'json');
+    for (const prefix of ['/v3', '/v4']) expectAgree(await onBoth(put(prefix, {})), 405, 'json');
     expectAgree(await onBoth(req('PUT', '/deployments/dp_bogus', {})), 400, 'text');
   });
 

@@ -299,23 +299,29 @@ describe('PUT /deployments/{id}', () => {
     id = await register(endpoints.other.url);
   });
 
-  it('updates under /v2 like PATCH', async () => {
+  it('updates like PATCH under /v2 and on the unversioned path (specification 4.3)', async () => {
     const answer = await request('PUT', `/v2/deployments/${id}`, { additional_headers: { 'x-put': '1' } });
     expect(answer.status, answer.text).toBe(200);
     expect(answer.json()).toMatchObject({ id, additional_headers: { 'x-put': '1' } });
+    const unversioned = await request('PUT', `/deployments/${id}`, { additional_headers: { 'x-put': '2' } });
+    expect(unversioned.status, unversioned.text).toBe(200);
+    expect(unversioned.json()).toMatchObject({ id, additional_headers: { 'x-put': '2' } });
+    expect(expectError(await request('PUT', '/deployments/dp_1404g1SotmpNnp3UCfMcz0R', {}), 404, null)).toContain(
+      'dp_1404g1SotmpNnp3UCfMcz0R',
+    );
   });
 
-  it('is refused with 405 everywhere else, after the id and body are read', async () => {
-    for (const prefix of ['', '/v3', '/v4']) {
+  it('is refused with 405 under /v3 and /v4 (as restate does), after the id and body are read', async () => {
+    for (const prefix of ['/v3', '/v4']) {
       const message = expectError(await request('PUT', `${prefix}/deployments/${id}`, {}), 405, null);
       expect(message).toBe('PUT deployment is deprecated, use PATCH instead');
     }
-    expect(expectError(await request('PUT', '/deployments/dp_1404g1SotmpNnp3UCfMcz0R', {}), 405, null)).toBe(
+    expect(expectError(await request('PUT', '/v4/deployments/dp_1404g1SotmpNnp3UCfMcz0R', {}), 405, null)).toBe(
       'PUT deployment is deprecated, use PATCH instead',
     );
-    expectText(await request('PUT', '/deployments/dp_bogus', {}), 400);
-    expectText(await adminRequest(admin.app, 'PUT', `/deployments/${id}`), 415);
-    expect((await request('GET', `/deployments/${id}`)).json()).toMatchObject({ additional_headers: { 'x-put': '1' } });
+    expectText(await request('PUT', '/v4/deployments/dp_bogus', {}), 400);
+    expectText(await adminRequest(admin.app, 'PUT', `/v4/deployments/${id}`), 415);
+    expect((await request('GET', `/deployments/${id}`)).json()).toMatchObject({ additional_headers: { 'x-put': '2' } });
   });
 });
 

@@ -237,8 +237,10 @@ export const ClusterSpec = Type.Object(
     observability: Type.Optional(Observability),
     config: Type.Optional(
       Opaque(
-        'Runtime configuration (the TOML file as an object: sections and kebab-case keys, e.g. {"worker": ' +
-          '{"cleanup-interval": "1m"}}). Listener binds, cluster name, database and auth are owned by the operator.',
+        'Runtime configuration (the TOML file as an object: sections and kebab-case keys, e.g. {"storage": ' +
+          '{"cleanup-interval": "5m"}, "invoker": {"inactivity-timeout": "2m"}}; every key is listed in the ' +
+          "runtime's configuration reference). Listener binds, cluster name, database and auth are owned by the " +
+          'operator.',
       ),
     ),
     services: Type.Optional(

@@ -129,6 +129,9 @@ function operation(route: RouteInfo, doc: OperationDoc): Json {
   };
 }
 
+/** The version the admin API description carries (specification section 9), whatever Ratchet's own version. */
+export const ADMIN_API_DESCRIPTION_VERSION = '1.7.8';
+
 export function buildAdminOpenApi(routes: readonly RouteInfo[], version: string): unknown {
   const paths: Record<string, Json> = {};
   const seen = new Set<string>();
@@ -155,7 +158,8 @@ export function buildAdminOpenApi(routes: readonly RouteInfo[], version: string)
         'served under `/v2`, `/v3` and `/v4`. Errors are `{"message", "restate_code", "service_code"}`, or plain ' +
         'text when the request cannot be read.',
       license: { name: 'Apache-2.0', url: 'https://www.apache.org/licenses/LICENSE-2.0' },
-      version,
+      version: ADMIN_API_DESCRIPTION_VERSION,
+      'x-ratchet-version': version,
     },
     paths,
     components: { schemas: componentSchemas(), responses: errorResponseComponents() },

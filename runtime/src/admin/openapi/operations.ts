@@ -202,10 +202,10 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   'PUT /deployments/{}': {
     operationId: 'update_deployment_put',
     tag: 'deployment',
-    summary: 'Update deployment (admin API v2)',
+    summary: 'Update deployment (PUT)',
     description:
-      'The admin API v2 spelling of PATCH, served under `/v2` only; other prefixes answer 405 ("PUT deployment ' +
-      'is deprecated, use PATCH instead").',
+      'Updates a deployment in place, like PATCH (specification 4.3), on the unversioned path and under `/v2`; ' +
+      '`/v3` and `/v4` answer 405 ("PUT deployment is deprecated, use PATCH instead"), as restate does.',
     body: UpdateDeploymentRequest,
     success: [{ status: '200', description: 'Updated', schema: DetailedDeploymentResponse }],
     errors: [...EXTRACTION, 404, 405, 500],

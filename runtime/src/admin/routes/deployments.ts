@@ -58,8 +58,10 @@ export const deploymentRoutes: AdminRoutes = (scope, ctx) => {
   const update = async (req: DeploymentRequest, method: 'PATCH' | 'PUT'): Promise<unknown> => {
     const id = deploymentIdParam(req.params.deployment);
     const body = readJsonBody(req.headers['content-type'], req.body as Buffer | undefined);
-    // PUT is the admin API v1/v2 spelling of PATCH; later versions refuse it (after reading the request, like restate).
-    if (method === 'PUT' && ctx.apiVersion !== 2) throw new DeprecatedPutDeploymentError();
+    // PUT updates in place like PATCH on the unversioned path (specification 4.3) and under /v2; the explicitly
+    // versioned /v3 and /v4 refuse it after reading the request, like restate.
+    if (method === 'PUT' && ctx.apiVersion !== 2 && ctx.apiVersion !== undefined)
+      throw new DeprecatedPutDeploymentError();
     const result = await ctx.operations.updateDeployment(id, parseUpdateDeploymentRequest(body));
     return renderDetailedDeployment(result.deployment, result.services, ctx.registry.defaults);
   };
