@@ -9,14 +9,13 @@ const RECONCILE_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 
 const QUEUE_BUCKETS = [0.0001, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60];
 
 export interface CreateMetricsOptions {
-  /** Node process metrics (`ratchet_operator_process_*`); off for throwaway registries in tests. */
+  /** Node process metrics (`ratchet_operator_process_*`, `ratchet_operator_nodejs_*`); off for throwaway registries in tests. */
   readonly processMetrics?: boolean;
 }
 
 export function createOperatorMetrics(options: CreateMetricsOptions = {}) {
   const registry = new Registry();
-  if (options.processMetrics === true)
-    collectDefaultMetrics({ register: registry, prefix: 'ratchet_operator_process_' });
+  if (options.processMetrics === true) collectDefaultMetrics({ register: registry, prefix: 'ratchet_operator_' });
   const registers = [registry];
   return {
     registry,

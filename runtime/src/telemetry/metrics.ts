@@ -6,7 +6,9 @@ export function createMetrics() {
   /** Where the observability counters are read at each scrape (set once the node's store writer exists). */
   const observability: { stats?: () => ObservabilityCounts } = {};
   const reported: ObservabilityCounts = { written: { logs: 0, spans: 0 }, dropped: { logs: 0, spans: 0 } };
-  collectDefaultMetrics({ register: registry, prefix: 'ratchet_process_' });
+  // prom-client's own names already say what they measure (`process_cpu_seconds_total`, `nodejs_heap_size_…`):
+  // prefixed with `ratchet_` only, so none reads `ratchet_process_process_…`.
+  collectDefaultMetrics({ register: registry, prefix: 'ratchet_' });
   return {
     registry,
     invocationsAccepted: new Counter({
