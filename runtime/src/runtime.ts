@@ -295,6 +295,7 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
     });
     const invoker = new Invoker({
       clusterName: config.clusterName,
+      logger: logger.child({ component: 'invoker' }),
       inactivityTimeoutMs: config.invoker.inactivityTimeoutMs,
       abortTimeoutMs: config.invoker.abortTimeoutMs,
       messageSizeLimit: config.invoker.messageSizeLimitBytes,

@@ -13,6 +13,13 @@ export interface AttemptOptions {
   inactivityTimeoutMs: number;
   abortTimeoutMs: number;
   maxMessageSize: number;
+  /**
+   * Called once when the deployment has sent no message at all for the inactivity timeout since the attempt
+   * started: a healthy SDK answers the suspension request that follows at once, a broken one (an exception outside
+   * the handler, e.g. a missing `Promise.withResolvers` on Node 20) never answers and the attempt only fails after
+   * the abort timeout.
+   */
+  onSilent?: (silentForMs: number) => void;
 }
 
 /**
@@ -35,6 +42,8 @@ export class Attempt {
   private abortTimer: NodeJS.Timeout | undefined;
   private errorBody: Buffer[] | undefined;
   private statusError: InvokerError | undefined;
+  /** Whether any protocol message arrived in this attempt. */
+  private heard = false;
 
   constructor(
     readonly id: number,
@@ -121,7 +130,10 @@ export class Attempt {
   private armInactivity(): void {
     this.clearInactivity();
     if (this.requestEnded || this.finished) return;
-    this.inactivityTimer = setTimeout(() => this.endRequest(), this.options.inactivityTimeoutMs);
+    this.inactivityTimer = setTimeout(() => {
+      if (!this.heard) this.options.onSilent?.(this.options.inactivityTimeoutMs);
+      this.endRequest();
+    }, this.options.inactivityTimeoutMs);
     this.inactivityTimer.unref();
   }
 
@@ -175,6 +187,7 @@ export class Attempt {
       this.exchange?.abort();
       return;
     }
+    if (frames.length > 0) this.heard = true;
     if (this.requestEnded) {
       this.armAbort();
     } else if (this.options.bidi) {

@@ -1,4 +1,6 @@
+import type { Logger } from 'pino';
 import { encodeFrame } from '../protocol/framing.ts';
+import { LOG_FIELDS } from '../telemetry/logger.ts';
 import type { StateEntry } from '../protocol/message-schema.ts';
 import { encodeStart } from '../protocol/messages.ts';
 import { MessageType } from '../protocol/message-types.ts';
@@ -13,6 +15,8 @@ import type { Effect } from './effects.ts';
 
 export interface InvokerOptions {
   clusterName: string;
+  /** Warnings about attempts (a deployment that accepted an attempt and stays silent). */
+  logger?: Logger;
   /** Defaults for handlers and services that set none. */
   inactivityTimeoutMs: number;
   abortTimeoutMs: number;
@@ -112,6 +116,7 @@ export class Invoker implements AttemptStarter {
       inactivityTimeoutMs: spec.inactivityTimeoutMs ?? this.options.inactivityTimeoutMs,
       abortTimeoutMs: spec.abortTimeoutMs ?? this.options.abortTimeoutMs,
       maxMessageSize: this.options.messageSizeLimit,
+      onSilent: (ms) => this.silent(spec, ms),
     });
     const start = encodeFrame(
       MessageType.Start,
@@ -134,6 +139,20 @@ export class Invoker implements AttemptStarter {
     for (const e of spec.journal) frames.push(encodeFrame(e.type, e.raw));
     attempt.start(frames);
     return attempt;
+  }
+
+  private silent(spec: AttemptSpec, ms: number): void {
+    this.options.logger?.warn(
+      {
+        [LOG_FIELDS.invocationId]: spec.invocationId,
+        [LOG_FIELDS.invocationTarget]: `${spec.serviceName}/${spec.handlerName}`,
+        silentForMs: ms,
+      },
+      `the deployment accepted the attempt but has sent nothing for ${ms} ms; Ratchet asks it to suspend. If the ` +
+        "service's own log shows an error for this invocation (on Node 20 without the Promise.withResolvers " +
+        'polyfill the SDK fails with "TypeError: Promise.withResolvers is not a function"), fix the service: the ' +
+        'attempt fails with RT0001 after the abort timeout and is retried',
+    );
   }
 
   private opener(
