@@ -27,21 +27,19 @@ const QUALIFIER = /^(\$LATEST|[0-9]+|[a-zA-Z0-9_-]{1,128})$/;
 /** `arn:<partition>:iam::<account>:role/<path/><name>`. */
 const ROLE_ARN = /^arn:(aws|aws-cn|aws-us-gov|aws-iso(-[a-z])?):iam::(\d{12}):role\/[\w+=,.@/-]{1,512}$/;
 
+const MISSING_QUALIFIER =
+  "A qualified ARN needs a version or alias suffix. If you want to use the unpublished version, provide $LATEST and make sure your shell doesn't treat it as a variable";
+
 function invalid(reason: string): InvalidRequestFieldError {
   return new InvalidRequestFieldError('arn', reason);
 }
 
 /** Parses and checks a qualified function ARN (400 with restate's reason when it is not one). */
 export function parseFunctionArn(arn: string): FunctionArn {
+  // restate's order of checks (`LambdaARN::from_str`), so that an ARN with several faults gets restate's message.
   const parts = arn.split(':');
-  if (parts.length < 8) {
-    if (parts.length === 7 && parts[0] === 'arn' && parts[5] === 'function') {
-      throw invalid(
-        "A qualified ARN needs a version or alias suffix. If you want to use the unpublished version, provide $LATEST and make sure your shell doesn't treat it as a variable",
-      );
-    }
-    throw invalid('A qualified ARN must have 8 components delimited by `:`');
-  }
+  if (parts.length < 7) throw invalid('A qualified ARN must have 8 components delimited by `:`');
+  if (parts.length === 7) throw invalid(MISSING_QUALIFIER);
   const [prefix, partition, service, region, accountId, resourceType, functionName] = parts as [
     string,
     string,
@@ -53,16 +51,12 @@ export function parseFunctionArn(arn: string): FunctionArn {
   ];
   const qualifier = parts.slice(7).join(':');
   if (prefix !== 'arn') throw invalid('First component of the ARN must be `arn`');
-  if (service !== 'lambda') throw invalid('ARN must be for the lambda service');
   if (resourceType !== 'function') throw invalid('ARN must refer to a `function` resource');
-  if (qualifier === '') {
-    throw invalid(
-      "A qualified ARN needs a version or alias suffix. If you want to use the unpublished version, provide $LATEST and make sure your shell doesn't treat it as a variable",
-    );
-  }
+  if (service !== 'lambda') throw invalid('ARN must be for the lambda service');
   if (partition === '' || region === '' || accountId === '' || functionName === '') {
     throw invalid('Partition, service, region, account ID, function name and version must all be non-empty');
   }
+  if (qualifier === '') throw invalid(MISSING_QUALIFIER);
   if (!ACCOUNT_ID.test(accountId)) {
     throw invalid(`the account ID '${accountId}' is not an AWS account ID (12 digits)`);
   }

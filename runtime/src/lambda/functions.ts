@@ -62,6 +62,12 @@ interface AwsError extends Error {
   Reason?: string;
 }
 
+/**
+ * Concurrent invokes per client. Every running attempt holds one connection for the whole invoke; the SDK's default
+ * (50 sockets) would queue the rest silently. Lambda's default account concurrency is 1000.
+ */
+const MAX_CONCURRENT_INVOKES = 1000;
+
 const THROTTLING = new Set([
   'TooManyRequestsException',
   'EC2ThrottledException',
@@ -199,6 +205,10 @@ export class LambdaFunctions {
         region,
         credentials: this.credentials.provider(roleArn, region),
         maxAttempts: 1,
+        requestHandler: {
+          httpAgent: { keepAlive: true, maxSockets: MAX_CONCURRENT_INVOKES },
+          httpsAgent: { keepAlive: true, maxSockets: MAX_CONCURRENT_INVOKES },
+        },
       });
       this.clients.set(key, client);
     }

@@ -1,8 +1,13 @@
 import { expect } from 'vitest';
-import { startRecordingProxy, type RecordingProxy } from '../../support/aws-recording-proxy.ts';
+import {
+  startRecordingProxy,
+  type RecordingProxy,
+  type RecordingProxyOptions,
+} from '../../support/aws-recording-proxy.ts';
 import { startLocalLambda, type LocalLambda } from '../../support/lambda.ts';
 import { createTestDatabase, type TestDatabase } from '../../support/postgres.ts';
 import { startRuntimeProcess, type RuntimeProcess } from '../../support/runtime-process.ts';
+import type { FakeSts } from '../../support/sts.ts';
 
 /**
  * What the Lambda tests share: serverless-offline serving Restate SDK Lambda handlers, a recording proxy in front of
@@ -25,6 +30,10 @@ export interface LambdaLabOptions {
   functions: Record<string, string>;
   qualifiers?: Record<string, string>;
   env?: Record<string, string>;
+  /** The recording proxy's signature check (`verify`) and whether it refuses what fails it (`enforce`). */
+  proxy?: Pick<RecordingProxyOptions, 'verify' | 'enforce'>;
+  /** An STS double the runtime assumes roles with (`AWS_ENDPOINT_URL_STS`); the caller starts and stops it. */
+  sts?: FakeSts;
 }
 
 export async function startLambdaLab(options: LambdaLabOptions): Promise<LambdaLab> {
@@ -32,7 +41,7 @@ export async function startLambdaLab(options: LambdaLabOptions): Promise<LambdaL
     functions: options.functions,
     ...(options.qualifiers === undefined ? {} : { qualifiers: options.qualifiers }),
   });
-  const proxy = await startRecordingProxy({ target: lambda.url });
+  const proxy = await startRecordingProxy({ target: lambda.url, ...options.proxy });
   const db = await createTestDatabase();
   const env = {
     AWS_ENDPOINT_URL_LAMBDA: proxy.url,
@@ -43,6 +52,7 @@ export async function startLambdaLab(options: LambdaLabOptions): Promise<LambdaL
     AWS_SHARED_CREDENTIALS_FILE: '/nonexistent/aws-credentials',
     AWS_EC2_METADATA_DISABLED: 'true',
     RATCHET_CLUSTER_NAME: 'lambda-lab',
+    ...(options.sts === undefined ? {} : { AWS_ENDPOINT_URL_STS: options.sts.url }),
     ...options.env,
   };
   const runtime = await startRuntimeProcess({ databaseUrl: db.url, env });
