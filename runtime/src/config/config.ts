@@ -167,7 +167,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
     metrics: { bind: read.bind('RATCHET_METRICS_BIND', { host: '127.0.0.1', port: 5122 }) },
     log: {
       level: read.oneOf('RATCHET_LOG_LEVEL', LOG_LEVELS, 'info'),
-      format: read.oneOf('RATCHET_LOG_FORMAT', LOG_FORMATS, 'json'),
+      format: read.oneOf('RATCHET_LOG_FORMAT', LOG_FORMATS, 'auto'),
     },
     invoker: {
       inactivityTimeoutMs: read.duration('RATCHET_INVOKER_INACTIVITY_TIMEOUT', '1m', { min: 1, max: MAX_SAFE_MS }),

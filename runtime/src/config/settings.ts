@@ -11,8 +11,11 @@ import type { BindAddress } from './bind-address.ts';
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
-/** Only JSON: it is what the observability listener and Loki-style tools ingest. */
-export const LOG_FORMATS = ['json'] as const;
+/**
+ * `json`: one JSON object per line (what log shippers and Loki-style tools ingest); `pretty`: human-readable lines;
+ * `auto`: pretty when stdout is a terminal, JSON otherwise. The observability store always gets JSON.
+ */
+export const LOG_FORMATS = ['auto', 'json', 'pretty'] as const;
 export type LogFormat = (typeof LOG_FORMATS)[number];
 
 export const ON_MAX_ATTEMPTS = ['pause', 'kill'] as const;

@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import { pino, type DestinationStream, type Logger } from 'pino';
+import pinoPretty from 'pino-pretty';
 import type { LogConfig } from '../config/config.ts';
 
 export type { Logger };
@@ -41,11 +42,29 @@ export function levelPasses(level: Level, threshold: Level): boolean {
 }
 
 /**
- * The process's one root logger: JSON lines, `level` as a label (`"info"`, not `30`), ISO time. Every part of the
- * runtime takes a child: `logger.child({ component: 'engine' })`. `level: 'silent'` turns logging off, which is what
- * tests use.
+ * Where stdout lines go: JSON as they are, or through pino-pretty (pino's standard prettifier, run in this thread)
+ * for `pretty`, and for `auto` when stdout is a terminal.
  */
-export function createLogger(config: Pick<LogConfig, 'level'>, options: CreateLoggerOptions = {}): Logger {
+function stdoutDestination(format: LogConfig['format'] | undefined): DestinationStream {
+  const pretty = format === 'pretty' || (format === 'auto' && process.stdout.isTTY === true);
+  if (!pretty) return pino.destination(1);
+  return pinoPretty({
+    colorize: process.stdout.isTTY === true,
+    translateTime: 'SYS:HH:MM:ss.l',
+    ignore: 'pid,hostname',
+    destination: 1,
+  });
+}
+
+/**
+ * The process's one root logger: JSON lines, `level` as a label (`"info"`, not `30`), ISO time (or pretty lines on a
+ * terminal, see `stdoutDestination`). Every part of the runtime takes a child: `logger.child({ component: 'engine'
+ * })`. `level: 'silent'` turns logging off, which is what tests use.
+ */
+export function createLogger(
+  config: Pick<LogConfig, 'level'> & Partial<Pick<LogConfig, 'format'>>,
+  options: CreateLoggerOptions = {},
+): Logger {
   const capture = options.capture;
   const level =
     capture === undefined || capture.level === 'silent'
@@ -63,9 +82,9 @@ export function createLogger(config: Pick<LogConfig, 'level'>, options: CreateLo
   if (capture !== undefined && capture.level !== 'silent') {
     const streams: pino.StreamEntry[] = [{ stream: capture.stream, level: capture.level }];
     if (config.level !== 'silent') {
-      streams.push({ stream: options.destination ?? pino.destination(1), level: config.level });
+      streams.push({ stream: options.destination ?? stdoutDestination(config.format), level: config.level });
     }
     return pino(loggerOptions, pino.multistream(streams));
   }
-  return options.destination === undefined ? pino(loggerOptions) : pino(loggerOptions, options.destination);
+  return pino(loggerOptions, options.destination ?? stdoutDestination(config.format));
 }

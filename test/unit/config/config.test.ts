@@ -53,7 +53,7 @@ describe('loadConfig defaults', () => {
         queryTimeoutMs: 30_000,
       },
       metrics: { bind: { host: '127.0.0.1', port: 5122 } },
-      log: { level: 'info', format: 'json' },
+      log: { level: 'info', format: 'auto' },
       invoker: {
         inactivityTimeoutMs: 60_000,
         abortTimeoutMs: 600_000,
@@ -247,7 +247,7 @@ describe('loadConfig errors name the offending key (RT0002)', () => {
     ['RATCHET_INGRESS_BIND', '::1:8080', /brackets/],
     ['RATCHET_METRICS_BIND', '127.0.0.1:70000', /0 to 65535/],
     ['RATCHET_LOG_LEVEL', 'verbose', /one of fatal, error, warn, info, debug, trace, silent/],
-    ['RATCHET_LOG_FORMAT', 'pretty', /one of json/],
+    ['RATCHET_LOG_FORMAT', 'yaml', /one of auto, json, pretty/],
     ['RATCHET_INVOKER_INACTIVITY_TIMEOUT', '60', /unit is required/],
     ['RATCHET_INVOKER_ABORT_TIMEOUT', '0s', /at least 1ms/],
     ['RATCHET_INVOKER_MESSAGE_SIZE_LIMIT', '32 MB/s', /expected a number of bytes/],
