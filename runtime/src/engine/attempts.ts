@@ -124,6 +124,21 @@ export function pinDeployment(p: PartitionProcessor, ctx: InvocationCtx): PinCho
         },
       };
     }
+    if (ctx.protocolVersion < d.minProtocolVersion || ctx.protocolVersion > d.maxProtocolVersion) {
+      // The deployment was overwritten in place (force) by an endpoint that no longer speaks the version this
+      // invocation started with; an invocation cannot move to another protocol version.
+      return {
+        failure: {
+          code: 500,
+          rtCode: 'RT0014',
+          message:
+            `this invocation started with service protocol V${ctx.protocolVersion}, and its deployment ${d.id} now ` +
+            `supports V${d.minProtocolVersion} to V${d.maxProtocolVersion} (it was overwritten): an in-flight ` +
+            'invocation cannot be resumed with another protocol version. Serve the old SDK version again under ' +
+            'that deployment, or kill the invocation and restart it as new on the current deployment',
+        },
+      };
+    }
     return { deployment: d, protocolVersion: ctx.protocolVersion };
   }
   const pin = choosePin(p, ctx.serviceName);

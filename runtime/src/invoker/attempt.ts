@@ -163,8 +163,10 @@ export class Attempt {
       this.statusError = new InvokerError('RT0023', `the deployment answered ${status}`, { retryAfterMs: retryAfter });
     } else if (status === 415) {
       this.statusError = new InvokerError(
-        'RT0013',
-        'the deployment does not support the pinned protocol version (415)',
+        'RT0015',
+        `the deployment refused the protocol version negotiated at discovery (415 for '${this.options.contentType}'): ` +
+          'the SDK serving it changed without the deployment being registered again. Register it again (under a ' +
+          'new URI or ARN) or roll the SDK back',
       );
     } else if (status === 502 || status === 504) {
       this.statusError = new InvokerError('RT0010', `the deployment is unavailable (${status})`);

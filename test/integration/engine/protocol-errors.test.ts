@@ -10,10 +10,11 @@ import { Db, send } from './helpers.ts';
 
 /**
  * A hand-written deployment speaking the protocol over h2c, to provoke what a real SDK never does: malformed
- * streams (RT0012), a protocol range the runtime no longer offers (RT0013), and a service that disappears from its
- * deployment before a delayed invocation starts (RT0011).
+ * streams (RT0012), a protocol range the runtime no longer offers (RT0013), an SDK that dropped the negotiated
+ * version (RT0015), an in-flight invocation whose deployment was overwritten with another protocol range (RT0014),
+ * and a service that disappears from its deployment before a delayed invocation starts (RT0011).
  */
-type InvokeBehaviour = 'end-without-output' | 'garbage' | 'output';
+type InvokeBehaviour = 'end-without-output' | 'garbage' | 'output' | 'unsupported-version';
 
 interface FakeDeployment {
   url: string;
@@ -67,6 +68,12 @@ async function startFakeDeployment(initial: Record<string, unknown>): Promise<Fa
     }
     fake.invocations += 1;
     const contentType = String(headers['content-type']);
+    if (fake.behaviour === 'unsupported-version') {
+      // What an SDK answers for an invocation content type whose protocol version it does not speak.
+      stream.respond({ ':status': 415, 'content-type': 'text/plain' });
+      stream.end(`Unsupported protocol version '${contentType}'`);
+      return;
+    }
     stream.respond({ ':status': 200, 'content-type': contentType });
     stream.on('data', () => undefined);
     switch (fake.behaviour) {
@@ -78,6 +85,7 @@ async function startFakeDeployment(initial: Record<string, unknown>): Promise<Fa
         stream.end(encodeFrame(0x7777, new Uint8Array([1, 2, 3])));
         return;
       case 'output':
+      case 'unsupported-version':
         stream.write(
           encodeFrame(
             MessageType.OutputCommand,
@@ -147,6 +155,35 @@ describe('protocol-level failures', () => {
     const id = await send(runtime.ingressUrl, '/OnlyV7/run', null);
     await expect.poll(async () => (await reader.row(id))?.last_failure_code, { timeout: 10_000 }).toBe('RT0013');
     expect(fake.invocations).toBe(0);
+  });
+
+  it('records RT0015 when the SDK refuses the protocol version negotiated at discovery (415)', async () => {
+    // Retries never run out (and pause the invocation) however slow the machine is.
+    const { fake, runtime } = await setup(['Dropped'], { RATCHET_RETRY_MAX_ATTEMPTS: '1000000' });
+    fake.behaviour = 'unsupported-version';
+    const id = await send(runtime.ingressUrl, '/Dropped/run', null);
+    await expect.poll(async () => (await reader.row(id))?.last_failure_code, { timeout: 10_000 }).toBe('RT0015');
+    expect((await reader.row(id))?.last_failure).toMatch(/negotiated at discovery.*Unsupported protocol version/s);
+    fake.behaviour = 'output';
+    await expect.poll(async () => (await reader.row(id))?.status, { timeout: 10_000 }).toBe('completed');
+  });
+
+  it('records RT0014 when an in-flight invocation pinned to V7 finds its deployment overwritten with V5..V6', async () => {
+    const { fake, runtime } = await setup(['Pinned'], { RATCHET_RETRY_MAX_ATTEMPTS: '1000000' });
+    fake.behaviour = 'unsupported-version';
+    const id = await send(runtime.ingressUrl, '/Pinned/run', null);
+    // Its first attempt pinned the deployment and V7 (the highest both speak).
+    await expect.poll(async () => (await reader.row(id))?.last_failure_code, { timeout: 10_000 }).toBe('RT0015');
+    fake.manifest = manifest(['Pinned'], 5, 6);
+    expect((await registerDeployment(runtime.adminUrl, fake.url, { force: true })).status).toBe(200);
+    // Only now would an attempt succeed: none may reach the deployment with V7 any more.
+    fake.behaviour = 'output';
+    await expect.poll(async () => (await reader.row(id))?.last_failure_code, { timeout: 10_000 }).toBe('RT0014');
+    expect((await reader.row(id))?.last_failure).toMatch(/started with service protocol V7.*V5 to V6/);
+    const invocations = fake.invocations;
+    await new Promise((r) => setTimeout(r, 300));
+    // Nothing is sent to the deployment while the versions disagree.
+    expect(fake.invocations).toBe(invocations);
   });
 
   it('records RT0011 when a delayed invocation starts after its service left the registry', async () => {
