@@ -85,7 +85,6 @@ async function startFakeDeployment(initial: Record<string, unknown>): Promise<Fa
         stream.end(encodeFrame(0x7777, new Uint8Array([1, 2, 3])));
         return;
       case 'output':
-      case 'unsupported-version':
         stream.write(
           encodeFrame(
             MessageType.OutputCommand,
