@@ -112,6 +112,35 @@ describe('startup errors', () => {
     expect(tables.rows).toEqual([{ name: 'something_else' }]);
   });
 
+  it('refuses invocation storage without a storage version on its own (RT0009)', async () => {
+    const db = await database();
+    await withClient(db.url, async (client) => {
+      await migrate(client);
+      // The version row is gone, the invocation tables are there.
+      await client.query(`DELETE FROM ratchet.meta WHERE key = 'storage_format_version'`);
+    });
+    const runtime = await failedStart({ RATCHET_DATABASE_URL: db.url });
+    expect(fatalMessage(runtime)).toMatch(
+      /^\[RT0009\] the invocation storage \(ratchet\.invocation, journals, state\) has no storage format version/,
+    );
+  });
+
+  it('refuses damaged metadata at startup, naming the row (META0005)', async () => {
+    const db = await database();
+    await withClient(db.url, async (client) => {
+      await migrate(client);
+      await client.query(
+        `INSERT INTO ratchet.deployment (id, uri, protocol_type, min_protocol_version, max_protocol_version, manifest,
+           services, created_at)
+         VALUES ('dp_damaged', 'http://127.0.0.1:1/', 'BidiStream', 5, 7, '{}', '"not a list"', now())`,
+      );
+    });
+    const runtime = await failedStart({ RATCHET_DATABASE_URL: db.url });
+    expect(fatalMessage(runtime)).toMatch(
+      /^\[META0005\] the stored metadata cannot be read: deployment dp_damaged \(ratchet\.deployment\): services is "not a list"/,
+    );
+  });
+
   it('says which database it cannot reach, without the password', async () => {
     const port = await freePort();
     const runtime = await failedStart({

@@ -108,9 +108,8 @@ export class StorageVersionMismatchError extends RatchetError {
 }
 
 /**
- * META0011: the storage is not empty but records no storage format version. Restate reports the same condition for
- * its worker storage as RT0009; Ratchet keeps metadata and invocation state in one database, so one error covers both
- * and its message names both codes.
+ * META0011: the storage is not empty but records no storage format version, and holds no invocation storage of
+ * Ratchet's (that is RT0009). Restate reports the worker-storage case as RT0009; the message names both codes.
  */
 export class StorageVersionMissingError extends RatchetError {
   readonly code = 'META0011';
@@ -119,4 +118,14 @@ export class StorageVersionMissingError extends RatchetError {
   constructor(message: string, options: RatchetErrorOptions = {}) {
     super(message.includes('RT0009') ? message : `${message} (META0011, also known as RT0009)`, options);
   }
+}
+
+/**
+ * RT0009: the `ratchet` schema holds Ratchet's invocation storage (the worker storage: invocations, journals, state)
+ * but records no storage format version: a partial restore, a deleted `ratchet.meta` row, or tables from a Ratchet
+ * before storage versions. Ratchet cannot tell which layout the rows have, so it refuses to start.
+ */
+export class WorkerStorageVersionMissingError extends RatchetError {
+  readonly code = 'RT0009';
+  readonly status = 500;
 }

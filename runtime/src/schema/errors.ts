@@ -167,3 +167,12 @@ export class DeploymentTypeMismatchError extends RatchetError {
     );
   }
 }
+
+/**
+ * META0005: the stored metadata (deployments, service revisions) cannot be read back: a row is damaged or was edited
+ * by hand. At startup it stops the node; during a schema change it fails the change, which is not propagated.
+ */
+export class MetadataUnreadableError extends RatchetError {
+  readonly code = 'META0005';
+  readonly status = 500;
+}

@@ -1,6 +1,10 @@
 import { readdir, readFile } from 'node:fs/promises';
 import type pg from 'pg';
-import { StorageVersionMismatchError, StorageVersionMissingError } from '../../errors/config-errors.ts';
+import {
+  StorageVersionMismatchError,
+  StorageVersionMissingError,
+  WorkerStorageVersionMissingError,
+} from '../../errors/config-errors.ts';
 
 /** Storage format written by this build. Raise it with every migration that older runtimes cannot read. */
 export const STORAGE_FORMAT_VERSION = 9;
@@ -104,6 +108,15 @@ async function readStorageVersion(client: pg.ClientBase): Promise<number | undef
       throw missing(err);
     }
     return undefined;
+  }
+  const worker = await client.query(`SELECT to_regclass('ratchet.invocation') IS NOT NULL AS present`);
+  if ((worker.rows[0] as { present: boolean } | undefined)?.present === true) {
+    throw new WorkerStorageVersionMissingError(
+      'the invocation storage (ratchet.invocation, journals, state) has no storage format version in ' +
+        "ratchet.meta: the row 'storage_format_version' was deleted, the database was restored in part, or the " +
+        'tables come from an unknown Ratchet. Restore a complete backup, or point RATCHET_DATABASE_URL at an empty ' +
+        'database',
+    );
   }
   throw missing();
 }

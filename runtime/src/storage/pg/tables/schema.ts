@@ -20,6 +20,7 @@ import type {
   ServiceType,
   SubscriptionSchema,
 } from '../../../schema/types.ts';
+import { checkDeploymentRow, checkRevisionRow } from './schema-checks.ts';
 import * as kafka from './subscriptions.ts';
 
 /**
@@ -67,6 +68,7 @@ const DEPLOYMENT_COLUMNS = `id, uri, arn, assume_role_arn, protocol_type, http_v
   max_protocol_version, sdk_version, services, created_at`;
 
 function toDeployment(row: DeploymentRow): DeploymentSchema {
+  checkDeploymentRow(row);
   const deployment: DeploymentSchema = {
     id: row.id,
     endpoint: toEndpoint(row),
@@ -150,6 +152,11 @@ function decodeSchema(stored: StoredServiceSchema): ServiceSchema {
   };
 }
 
+function decodeRevision(row: RevisionRow): ServiceSchema {
+  checkRevisionRow(row.name, row.revision, row.metadata);
+  return decodeSchema(row.metadata);
+}
+
 class PgSchemaTransaction implements SchemaTransaction {
   constructor(private readonly client: pg.ClientBase) {}
 
@@ -170,7 +177,7 @@ class PgSchemaTransaction implements SchemaTransaction {
        JOIN unnest($1::text[], $2::int[]) AS s(name, revision) ON r.name = s.name AND r.revision = s.revision`,
       [deployment.services.map((s) => s.name), deployment.services.map((s) => s.revision)],
     );
-    const byName = new Map(res.rows.map((r) => [r.name, decodeSchema(r.metadata)]));
+    const byName = new Map(res.rows.map((r) => [r.name, decodeRevision(r)]));
     return deployment.services.flatMap((s) => {
       const schema = byName.get(s.name);
       return schema === undefined ? [] : [schema];
@@ -431,7 +438,7 @@ export class PgSchemaStore implements SchemaStore {
             name: r.name,
             revision: r.revision,
             deploymentId: r.deployment_id,
-            schema: decodeSchema(r.metadata),
+            schema: decodeRevision(r),
           })),
           services: services.rows.map(toService),
           kafkaClusters,
