@@ -308,6 +308,7 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
         node: config.nodeName,
         partitions,
         maxAwaitedFutureDepth: config.invoker.maxAwaitedFutureDepth,
+        minProtocolVersion: config.invoker.minProtocolVersion,
         maxProtocolVersion: config.invoker.maxProtocolVersion,
       },
       {
@@ -366,6 +367,7 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
 
     const ingressAddress = formatBindAddress(config.ingress.bind);
     const ingress = buildIngressApp({
+      minProtocolVersion: config.invoker.minProtocolVersion,
       engine,
       registry,
       logger,

@@ -125,6 +125,16 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
     );
   }
 
+  const minProtocolVersion = read.integer('RATCHET_INVOKER_MIN_PROTOCOL_VERSION', 5, { min: 5, max: 7 });
+  const maxProtocolVersion = read.integer('RATCHET_INVOKER_MAX_PROTOCOL_VERSION', 7, { min: 5, max: 7 });
+  if (minProtocolVersion > maxProtocolVersion) {
+    const key = read.raw('RATCHET_INVOKER_MIN_PROTOCOL_VERSION')?.key ?? 'RATCHET_INVOKER_MIN_PROTOCOL_VERSION';
+    throw ConfigError.invalidValue(
+      key,
+      `the minimum service protocol version (${minProtocolVersion}) must not exceed the maximum (${maxProtocolVersion})`,
+    );
+  }
+
   const maxJournalRetentionMs = read.optionalDuration('RATCHET_MAX_JOURNAL_RETENTION');
   let journalRetentionMs = read.duration('RATCHET_DEFAULT_JOURNAL_RETENTION', '1d');
   if (maxJournalRetentionMs !== undefined && journalRetentionMs > maxJournalRetentionMs) {
@@ -175,7 +185,8 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
       // The service protocol's frame header carries the length in 32 bits.
       messageSizeLimitBytes: read.size('RATCHET_INVOKER_MESSAGE_SIZE_LIMIT', '32 MiB', { min: 1, max: 2 ** 32 - 1 }),
       maxAwaitedFutureDepth: read.integer('RATCHET_INVOKER_MAX_AWAITED_FUTURE_DEPTH', 1000, { min: 1 }),
-      maxProtocolVersion: read.integer('RATCHET_INVOKER_MAX_PROTOCOL_VERSION', 7, { min: 5, max: 7 }),
+      minProtocolVersion,
+      maxProtocolVersion,
     },
     defaultRetryPolicy: {
       initialIntervalMs: retryInitialIntervalMs,

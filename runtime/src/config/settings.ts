@@ -85,6 +85,11 @@ export interface InvokerConfig {
   readonly messageSizeLimitBytes: number;
   /** Deepest nesting of awaited futures before the invocation is paused (RT0025). */
   readonly maxAwaitedFutureDepth: number;
+  /**
+   * Lowest service protocol version accepted for new invocations (5–7): a service whose deployment speaks only older
+   * versions is deprecated, its new requests are refused with RT0020 until a newer deployment is registered.
+   */
+  readonly minProtocolVersion: number;
   /** Highest service protocol version offered to deployments (5–7); pinned per invocation. */
   readonly maxProtocolVersion: number;
 }
@@ -205,6 +210,7 @@ export const SETTINGS = {
   RATCHET_INVOKER_ABORT_TIMEOUT: 'invoker.abort-timeout',
   RATCHET_INVOKER_MESSAGE_SIZE_LIMIT: 'invoker.message-size-limit',
   RATCHET_INVOKER_MAX_AWAITED_FUTURE_DEPTH: 'invoker.max-awaited-future-depth',
+  RATCHET_INVOKER_MIN_PROTOCOL_VERSION: 'invoker.min-protocol-version',
   RATCHET_INVOKER_MAX_PROTOCOL_VERSION: 'invoker.max-protocol-version',
   RATCHET_RETRY_INITIAL_INTERVAL: 'default-retry-policy.initial-interval',
   RATCHET_RETRY_EXPONENTIATION_FACTOR: 'default-retry-policy.exponentiation-factor',

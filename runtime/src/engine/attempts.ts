@@ -1,7 +1,7 @@
 import { LOG_FIELDS } from '../telemetry/logger.ts';
 import { InvocationId } from '../ids/invocation-id.ts';
 import { runEffects } from './effects.ts';
-import { negotiateProtocolVersion } from '../protocol/version.ts';
+import { deprecatedProtocolMessage, MIN_PROTOCOL_VERSION, negotiateProtocolVersion } from '../protocol/version.ts';
 import type { PinChoice } from './types.ts';
 import { type StateEntry } from './state-cache.ts';
 import { type InvocationCtx } from './invocation.ts';
@@ -160,6 +160,8 @@ export function choosePin(p: PartitionProcessor, serviceName: string): PinChoice
       failure: { code: 500, rtCode: 'RT0011', message: `no deployment found for service ${serviceName}` },
     };
   }
+  const deprecated = deprecatedProtocolMessage(serviceName, d, p.options.minProtocolVersion ?? MIN_PROTOCOL_VERSION);
+  if (deprecated !== undefined) return { failure: { code: 500, rtCode: 'RT0020', message: deprecated } };
   const v = negotiateProtocolVersion(d.minProtocolVersion, d.maxProtocolVersion, p.options.maxProtocolVersion);
   if (v === undefined) {
     return {

@@ -25,6 +25,8 @@ export interface EngineOptions {
   node: string;
   partitions: number;
   maxAwaitedFutureDepth: number;
+  /** New invocations refuse (RT0020) deployments that speak only versions below this one. Default 5. */
+  minProtocolVersion?: number;
   maxProtocolVersion: number;
 }
 

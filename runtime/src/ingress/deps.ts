@@ -10,6 +10,8 @@ export interface IngressDeps {
   registry: SchemaRegistry;
   logger: Logger;
   requestSizeLimit: number;
+  /** New invocations of a service whose deployment speaks only older protocol versions are refused (RT0020). */
+  minProtocolVersion?: number | undefined;
   /** Managed mode: every request needs an access token. Undefined = dev mode, no authentication. */
   auth?: Authenticator | undefined;
   /** Sends requests for partitions other nodes own to them; without it such requests are answered 503. */

@@ -64,6 +64,8 @@ export const IngressErrors = {
   unreadableBody: (detail: string) => new IngressError(500, `cannot read body: ${detail}`),
 
   privateService: () => new IngressError(400, 'the invoked service is not public'),
+  /** RT0020: the service's deployment speaks only deprecated protocol versions (`message` says which). */
+  deprecatedProtocol: (message: string) => new IngressError(400, `[RT0020] ${message}`),
   idempotencyKeyOnWorkflow: () =>
     new IngressError(
       400,

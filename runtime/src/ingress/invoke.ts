@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { FORWARDED_BY_HEADER } from '../cluster/forward.ts';
 import { parseDuration } from '../config/units.ts';
 import { newUlidString } from '../ids/ulid.ts';
+import { deprecatedProtocolMessage, MIN_PROTOCOL_VERSION } from '../protocol/version.ts';
 import { effectiveHandlerSettings } from '../schema/handler-settings.ts';
 import { validateInput } from './content-type.ts';
 import type { IngressDeps } from './deps.ts';
@@ -28,6 +29,15 @@ export async function invoke(
 ): Promise<FastifyReply> {
   const { service, handler, key, send } = route;
   if (!effectiveHandlerSettings(service, handler, deps.registry.defaults).public) throw IngressErrors.privateService();
+  const deployment = deps.registry.deployment(service.deploymentId);
+  if (deployment !== undefined) {
+    const deprecated = deprecatedProtocolMessage(
+      service.schema.name,
+      deployment,
+      deps.minProtocolVersion ?? MIN_PROTOCOL_VERSION,
+    );
+    if (deprecated !== undefined) throw IngressErrors.deprecatedProtocol(deprecated);
+  }
 
   const isWorkflowRun = service.schema.ty === 'Workflow' && handler.ty === 'Workflow';
   const rawIdem = req.headers['idempotency-key'];

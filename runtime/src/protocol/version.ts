@@ -89,3 +89,21 @@ export function parseManifestContentType(contentType: string): number | undefine
     type.slice(MANIFEST_CONTENT_TYPE_PREFIX.length, type.length - MANIFEST_CONTENT_TYPE_SUFFIX.length),
   );
 }
+
+/**
+ * RT0020's message when a service's deployment speaks only protocol versions below the runtime's minimum for new
+ * invocations (`RATCHET_INVOKER_MIN_PROTOCOL_VERSION`); undefined when it speaks one at or above it.
+ */
+export function deprecatedProtocolMessage(
+  serviceName: string,
+  deployment: { id: string; minProtocolVersion: number; maxProtocolVersion: number },
+  minVersion: number,
+): string | undefined {
+  if (deployment.maxProtocolVersion >= minVersion) return undefined;
+  return (
+    `the service '${serviceName}' is exposed by deployment ${deployment.id}, which speaks service protocol ` +
+    `V${deployment.minProtocolVersion} to V${deployment.maxProtocolVersion}: deprecated, this runtime accepts new ` +
+    `invocations from V${minVersion} on (RATCHET_INVOKER_MIN_PROTOCOL_VERSION). Upgrade the service to a current ` +
+    'Restate SDK and register it as a new deployment; invocations already running on the old one may finish'
+  );
+}

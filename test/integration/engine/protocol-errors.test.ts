@@ -11,7 +11,8 @@ import { Db, send } from './helpers.ts';
 /**
  * A hand-written deployment speaking the protocol over h2c, to provoke what a real SDK never does: malformed
  * streams (RT0012), a protocol range the runtime no longer offers (RT0013), an SDK that dropped the negotiated
- * version (RT0015), an in-flight invocation whose deployment was overwritten with another protocol range (RT0014),
+ * version (RT0015), an in-flight invocation whose deployment was overwritten with another protocol range (RT0014), a
+ * service on a deprecated protocol version (RT0020),
  * and a service that disappears from its deployment before a delayed invocation starts (RT0011).
  */
 type InvokeBehaviour = 'end-without-output' | 'garbage' | 'output' | 'unsupported-version';
@@ -183,6 +184,29 @@ describe('protocol-level failures', () => {
     await new Promise((r) => setTimeout(r, 300));
     // Nothing is sent to the deployment while the versions disagree.
     expect(fake.invocations).toBe(invocations);
+  });
+
+  it('refuses new requests with RT0020 while the service is on a deprecated protocol, until a newer deployment', async () => {
+    // The runtime accepts new invocations from V6 on; the deployment speaks only V5.
+    const { fake, runtime } = await setup(['Legacy'], { RATCHET_INVOKER_MIN_PROTOCOL_VERSION: '6' }, 5, 5);
+    const refused = await fetch(`${runtime.ingressUrl}/Legacy/run`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: 'null',
+    });
+    expect(refused.status).toBe(400);
+    const body = (await refused.json()) as { message: string };
+    expect(body.message).toMatch(/^\[RT0020\] the service 'Legacy' is exposed by deployment dp_\w+, which speaks/);
+    expect(body.message).toContain('V5 to V5: deprecated');
+    expect(fake.invocations).toBe(0);
+    // A current deployment of the service (another endpoint) takes the new requests.
+    const current = await startFakeDeployment(manifest(['Legacy']));
+    cleanups.push(() => current.close());
+    expect((await registerDeployment(runtime.adminUrl, current.url)).status).toBe(201);
+    const id = await send(runtime.ingressUrl, '/Legacy/run', null);
+    await expect.poll(async () => (await reader.row(id))?.status, { timeout: 10_000 }).toBe('completed');
+    expect(current.invocations).toBe(1);
+    expect(fake.invocations).toBe(0);
   });
 
   it('records RT0011 when a delayed invocation starts after its service left the registry', async () => {

@@ -330,6 +330,14 @@ describe('loadConfig errors name the offending key (RT0002)', () => {
     expect(error.message).toMatch(/initial retry interval \(2m\) must not exceed the maximum retry interval \(1m\)/);
   });
 
+  it('refuses a minimum protocol version above the maximum, and reads both', () => {
+    const error = failure({ RATCHET_INVOKER_MIN_PROTOCOL_VERSION: '7', RATCHET_INVOKER_MAX_PROTOCOL_VERSION: '6' });
+    expect(error.key).toBe('RATCHET_INVOKER_MIN_PROTOCOL_VERSION');
+    expect(error.message).toMatch(/minimum service protocol version \(7\) must not exceed the maximum \(6\)/);
+    const config = loadConfig({ env: { RATCHET_INVOKER_MIN_PROTOCOL_VERSION: '6' } });
+    expect(config.invoker).toMatchObject({ minProtocolVersion: 6, maxProtocolVersion: 7 });
+  });
+
   it('names the file key and the file for bad values in the file', () => {
     const file = configFile('[admin]\nbind = "nowhere"\n');
     const error = failure({}, file);
