@@ -4,11 +4,11 @@ import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import { buildAdminApp } from './admin/app.ts';
 import { ClusterCoordinator } from './cluster/coordinator.ts';
-import { RequestRouter } from './cluster/forward.ts';
+import { RequestRouter, type RouterOptions } from './cluster/forward.ts';
 import { clusterHealth } from './cluster/health.ts';
 import { Membership } from './cluster/membership.ts';
 import { TokenVerifier } from './auth/verifier.ts';
-import type { Config } from './config/config.ts';
+import type { Config, TlsFilesConfig } from './config/config.ts';
 import { formatBindAddress, type BindAddress } from './config/bind-address.ts';
 import { RetentionCleaner } from './storage/pg/retention-cleaner.ts';
 import { Engine } from './engine/engine.ts';
@@ -28,6 +28,7 @@ import { createSchemaOperations, type SchemaOperations } from './schema/operatio
 import { createRegistration, type RegisterDeployment } from './schema/register.ts';
 import { Http1Client, Http2Client } from './service-client/transport.ts';
 import { LambdaFunctions } from './lambda/functions.ts';
+import { ListenerTls } from './listeners/tls.ts';
 import { GroupCommitter } from './storage/pg/group-commit.ts';
 import { PartitionLeases } from './storage/pg/leases.ts';
 import { recordedPartitionCount } from './storage/pg/meta.ts';
@@ -328,6 +329,8 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
     });
     cleaner.start();
     cleanups.push(() => cleaner.stop());
+    // The listeners' certificates join these options once they are loaded (below).
+    const routerOptions: RouterOptions = { partitionWaitMs: config.cluster.partitionWaitMs };
     const router = new RequestRouter(
       {
         node: config.nodeName,
@@ -335,7 +338,7 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
         refresh: () => cluster?.refresh() ?? Promise.resolve(),
         serves: (p) => engine.serves(p),
       },
-      { partitionWaitMs: config.cluster.partitionWaitMs },
+      routerOptions,
       metrics,
       logger.child({ component: 'cluster' }),
     );
@@ -365,8 +368,21 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
     });
     cleanups.push(() => kafka.stop());
 
+    // HTTPS where the configuration gives certificates (re-read when their files change).
+    const listenerTls = (files: TlsFilesConfig | undefined, variable: string): ListenerTls | undefined => {
+      if (files === undefined) return undefined;
+      const tls = new ListenerTls(files, variable, logger.child({ component: 'tls' }));
+      cleanups.push(() => Promise.resolve(tls.stop()));
+      return tls;
+    };
+    const ingressTls = listenerTls(config.ingress.tls, 'RATCHET_INGRESS_TLS');
+    const adminTls = listenerTls(config.admin.tls, 'RATCHET_ADMIN_TLS');
+    const observabilityTls = listenerTls(config.observability.tls, 'RATCHET_OBSERVABILITY_TLS');
+    routerOptions.tls = { ingress: ingressTls, admin: adminTls };
+
     const ingressAddress = formatBindAddress(config.ingress.bind);
     const ingress = buildIngressApp({
+      tls: ingressTls,
       minProtocolVersion: config.invoker.minProtocolVersion,
       engine,
       registry,
@@ -377,11 +393,12 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
       tracer: observability.ingressTracer,
     });
     const admin = buildAdminApp({
+      tls: adminTls,
       registry,
       register,
       operations,
       version: RATCHET_VERSION,
-      ingressEndpoint: `http://${ingressAddress}/`,
+      ingressEndpoint: `${ingressTls === undefined ? 'http' : 'https'}://${ingressAddress}/`,
       clusterName: config.clusterName,
       logger,
       engine,
@@ -400,8 +417,9 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
     // forwarding agents) open new ones, which the Service sends to the pods that stay.
     let draining = false;
     for (const app of [ingress, admin]) {
-      app.addHook('onSend', async (_req, reply) => {
-        if (draining) reply.header('connection', 'close');
+      app.addHook('onSend', async (req, reply) => {
+        // HTTP/2 has no `connection` header (its sessions get a GOAWAY when the listener closes).
+        if (draining && req.raw.httpVersionMajor < 2) reply.header('connection', 'close');
       });
       // A connection idle through the whole shutdown delay gets no answer to close it: the server ends idle
       // connections before the delay is over, so clients never find a pooled connection closed under them.
@@ -418,6 +436,7 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
         ? undefined
         : await listen(
             buildObservabilityApp({
+              tls: observabilityTls,
               routes: [...lokiRoutes(observability.logs), ...tempoRoutes(observability.spans)],
               streams: [lokiTailRoute(observability.logs)],
               logger,

@@ -34,6 +34,8 @@ export interface StartRuntimeProcessOptions {
   readonly entry?: string;
   /** How long to wait for `GET /health` on the admin listener to answer 200. Default 60 s. */
   readonly startTimeoutMs?: number;
+  /** Whether the runtime is up; default: the admin listener's `/health` over plain HTTP answers 200. */
+  readonly probe?: (ports: RuntimePorts) => Promise<boolean>;
 }
 
 export interface RuntimeProcess {
@@ -113,7 +115,7 @@ async function startOnce(options: StartRuntimeProcessOptions, ports: RuntimePort
   try {
     await waitUntilReady({
       what: `ratchet runtime (pid ${spawned})`,
-      probe: () => answers200(`${adminUrl}/health`),
+      probe: options.probe === undefined ? () => answers200(`${adminUrl}/health`) : () => options.probe!(ports),
       child,
       timeoutMs: options.startTimeoutMs ?? 60_000,
       output,

@@ -1,4 +1,13 @@
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
+import type { Server as TlsServer } from 'node:tls';
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyServerOptions,
+} from 'fastify';
+import { tlsServerOptions } from '../listeners/serve.ts';
+import type { ListenerTls } from '../listeners/tls.ts';
 import type { Logger } from 'pino';
 import { AuthError } from '../auth/errors.ts';
 import { authorize, type Authenticator } from '../auth/verifier.ts';
@@ -36,6 +45,8 @@ import { subscriptionRoutes, subscriptionStatusRoutes } from './routes/subscript
  */
 
 export interface AdminDeps {
+  /** HTTPS with this certificate; plain HTTP when absent. */
+  tls?: ListenerTls | undefined;
   registry: SchemaRegistry;
   register: RegisterDeployment;
   /** Deployment updates and deletion, service settings, Kafka clusters, subscriptions; built from `registry` if absent. */
@@ -115,7 +126,9 @@ export function buildAdminApp(deps: AdminDeps): FastifyInstance {
     // Probes and the CLI poll the admin API: one log line per request would drown everything else.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: deps.bodyLimit ?? 10 * 1024 * 1024,
-  });
+    ...tlsServerOptions(deps.tls),
+  } as FastifyServerOptions) as unknown as FastifyInstance;
+  deps.tls?.attach(app.server as unknown as TlsServer);
 
   const auth = deps.auth;
   if (auth !== undefined) {

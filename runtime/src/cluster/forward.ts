@@ -1,4 +1,7 @@
 import http from 'node:http';
+import https from 'node:https';
+import { checkServerIdentity, type PeerCertificate } from 'node:tls';
+import type { ListenerTls } from '../listeners/tls.ts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { PartitionUnavailableError } from '../engine/management-errors.ts';
@@ -37,6 +40,12 @@ export interface OwnerDirectory {
 export interface RouterOptions {
   /** How long a request for a partition without a reachable owner waits for one. */
   partitionWaitMs: number;
+  /**
+   * The listeners' certificates when they serve HTTPS: the owner's listener is reached over HTTPS, trusting this
+   * node's own certificate chain and client CA (every replica serves the cluster's certificate), presenting this
+   * node's certificate when the listeners require client certificates.
+   */
+  tls?: Partial<Record<Listener, ListenerTls | undefined>>;
 }
 
 /**
@@ -47,6 +56,8 @@ export interface RouterOptions {
  */
 export class RequestRouter {
   private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+  /** Per listener served over HTTPS: the agent for the certificate in service (a new one after a rotation). */
+  private readonly tlsAgents = new Map<Listener, { fingerprint: string; agent: https.Agent }>();
   private lastRefresh = 0;
 
   constructor(
@@ -58,6 +69,31 @@ export class RequestRouter {
 
   close(): void {
     this.agent.destroy();
+    for (const { agent } of this.tlsAgents.values()) agent.destroy();
+    this.tlsAgents.clear();
+  }
+
+  /** The HTTPS agent for `listener`, or undefined when it serves plain HTTP. */
+  private tlsAgent(listener: Listener): https.Agent | undefined {
+    const tls = this.options.tls?.[listener];
+    if (tls === undefined) return undefined;
+    const fingerprint = tls.fingerprint;
+    const current = this.tlsAgents.get(listener);
+    if (current?.fingerprint === fingerprint) return current.agent;
+    current?.agent.destroy();
+    const own = tls.options;
+    const agent = new https.Agent({
+      keepAlive: true,
+      maxSockets: 256,
+      ca: own.ca === undefined ? [own.cert] : [own.cert, own.ca],
+      ...(own.requestCert ? { cert: own.cert, key: own.key } : {}),
+      // Peers are addressed by their advertised address, which the certificate need not name: a peer presenting this
+      // cluster's very certificate (verified against the chain above) is the peer; otherwise the usual name check.
+      checkServerIdentity: (host: string, peer: PeerCertificate) =>
+        peer.fingerprint256 === fingerprint ? undefined : checkServerIdentity(host, peer),
+    });
+    this.tlsAgents.set(listener, { fingerprint, agent });
+    return agent;
   }
 
   async serve(listener: Listener, req: FastifyRequest, reply: FastifyReply, partition: number): Promise<unknown> {
@@ -88,7 +124,7 @@ export class RequestRouter {
       const usable = owner !== undefined && (owner.name !== this.directory.node || this.directory.serves(partition));
       if (usable) {
         const address = listener === 'ingress' ? owner.ingressAddress : owner.adminAddress;
-        const result = await this.forward(address, req, cancel.signal);
+        const result = await this.forward(address, req, cancel.signal, this.tlsAgent(listener));
         if (result.kind === 'answer') {
           this.metrics.forwardedRequests.inc({ listener, result: 'forwarded' });
           reply.code(result.status);
@@ -121,6 +157,7 @@ export class RequestRouter {
     address: string,
     req: FastifyRequest,
     signal: AbortSignal,
+    tlsAgent: https.Agent | undefined,
   ): Promise<
     | { kind: 'answer'; status: number; headers: http.IncomingHttpHeaders; body: Buffer }
     | { kind: 'retry' }
@@ -138,10 +175,11 @@ export class RequestRouter {
     const body = Buffer.isBuffer(req.body) ? req.body : undefined;
     if (body !== undefined) headers['content-length'] = String(body.length);
     // The URL as the client sent it (the ingress routes every request as `/` and parses the original itself).
-    const url = new URL(req.originalUrl, `http://${address}`);
+    const url = new URL(req.originalUrl, `${tlsAgent === undefined ? 'http' : 'https'}://${address}`);
+    const client = tlsAgent === undefined ? http : https;
     return new Promise((resolve) => {
       let sent = false;
-      const out = http.request(url, { method: req.method, headers, agent: this.agent }, (res) => {
+      const out = client.request(url, { method: req.method, headers, agent: tlsAgent ?? this.agent }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => {

@@ -4,7 +4,14 @@ import { ConfigError } from '../errors/config-errors.ts';
 import { formatBindAddress } from './bind-address.ts';
 import { readConfigFile } from './config-file.ts';
 import { describe, invalid, Reader, redactUrl, Sources, stringOf, unknownEnvWarnings } from './reader.ts';
-import { clusterConfig, introspectionPassword, introspectionTls, kafkaClusters, optionalPath } from './sections.ts';
+import {
+  clusterConfig,
+  introspectionPassword,
+  introspectionTls,
+  kafkaClusters,
+  listenerTls,
+  optionalPath,
+} from './sections.ts';
 import {
   CLUSTER_NAME_PATTERN,
   CONFIG_FILE_ENV,
@@ -145,6 +152,28 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
     journalRetentionMs = maxJournalRetentionMs;
   }
 
+  const sharedTls = {
+    cert: read.raw('RATCHET_TLS_CERT'),
+    key: read.raw('RATCHET_TLS_KEY'),
+    clientCa: read.raw('RATCHET_TLS_CLIENT_CA'),
+  };
+  const ownTls = (listener: 'INGRESS' | 'ADMIN' | 'OBSERVABILITY') =>
+    listenerTls(
+      {
+        cert: read.raw(`RATCHET_${listener}_TLS_CERT`),
+        key: read.raw(`RATCHET_${listener}_TLS_KEY`),
+        clientCa: read.raw(`RATCHET_${listener}_TLS_CLIENT_CA`),
+      },
+      sharedTls,
+      cwd,
+    );
+  const introspectionOwnTls = introspectionTls(
+    read.raw('RATCHET_INTROSPECTION_TLS_CERT'),
+    read.raw('RATCHET_INTROSPECTION_TLS_KEY'),
+    cwd,
+  );
+  const sharedListenerTls = listenerTls({ cert: undefined, key: undefined, clientCa: undefined }, sharedTls, cwd);
+
   const config: Config = {
     clusterName,
     nodeName,
@@ -154,12 +183,17 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
       url: databaseUrl,
       poolSize: read.integer('RATCHET_DATABASE_POOL_SIZE', 10, { min: 1, max: 1000 }),
     },
-    ingress: { bind: read.bind('RATCHET_INGRESS_BIND', { host: '127.0.0.1', port: 8080 }) },
-    admin: { bind: adminBind },
+    ingress: { bind: read.bind('RATCHET_INGRESS_BIND', { host: '127.0.0.1', port: 8080 }), tls: ownTls('INGRESS') },
+    admin: { bind: adminBind, tls: ownTls('ADMIN') },
     introspection: {
       bind: read.bind('RATCHET_INTROSPECTION_BIND', { host: '127.0.0.1', port: 9071 }),
       password: introspectionPassword(read.raw('RATCHET_INTROSPECTION_PASSWORD')),
-      tls: introspectionTls(read.raw('RATCHET_INTROSPECTION_TLS_CERT'), read.raw('RATCHET_INTROSPECTION_TLS_KEY'), cwd),
+      // Its own pair, else the shared one (the SQL listener does not verify client certificates).
+      tls:
+        introspectionOwnTls ??
+        (sharedListenerTls === undefined
+          ? undefined
+          : { certFile: sharedListenerTls.certFile, keyFile: sharedListenerTls.keyFile }),
       // PostgreSQL's statement_timeout is an int of milliseconds.
       statementTimeoutMs: read.duration('RATCHET_INTROSPECTION_STATEMENT_TIMEOUT', '30s', { min: 1, max: 2 ** 31 - 1 }),
       maxSessions: read.integer('RATCHET_INTROSPECTION_MAX_SESSIONS', 32, { min: 1, max: 10_000 }),
@@ -167,6 +201,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
     },
     observability: {
       bind: read.bind('RATCHET_OBSERVABILITY_BIND', { host: '127.0.0.1', port: 3100 }),
+      tls: ownTls('OBSERVABILITY'),
       store: read.oneOf('RATCHET_OBSERVABILITY_STORE', ['on', 'off'] as const, 'on') === 'on',
       retentionMs: read.duration('RATCHET_OBSERVABILITY_RETENTION', '7d', { min: 60_000, max: MAX_SAFE_MS }),
       maxSizeBytes: read.size('RATCHET_OBSERVABILITY_MAX_SIZE', '10 GiB', { min: 1024 * 1024, max: 2 ** 50 }),

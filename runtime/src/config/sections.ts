@@ -6,6 +6,7 @@ import {
   type ClusterConfig,
   type IntrospectionConfig,
   type KafkaClusterConfig,
+  type TlsFilesConfig,
 } from './settings.ts';
 import { formatDuration } from './units.ts';
 
@@ -86,6 +87,33 @@ export function introspectionTls(cert: Raw | undefined, key: Raw | undefined, cw
     throw invalid(given, 'TLS needs both RATCHET_INTROSPECTION_TLS_CERT and RATCHET_INTROSPECTION_TLS_KEY');
   }
   return { certFile: resolve(cwd, stringOf(cert, 'a file path')), keyFile: resolve(cwd, stringOf(key, 'a file path')) };
+}
+
+/**
+ * The TLS files of an HTTPS listener: its own `RATCHET_<LISTENER>_TLS_*`, or the shared `RATCHET_TLS_*`. Certificate
+ * and key go together (both from the same level); the client CA may come from either level.
+ */
+export function listenerTls(
+  own: { cert: Raw | undefined; key: Raw | undefined; clientCa: Raw | undefined },
+  shared: { cert: Raw | undefined; key: Raw | undefined; clientCa: Raw | undefined },
+  cwd: string,
+): TlsFilesConfig | undefined {
+  const pair = own.cert !== undefined || own.key !== undefined ? own : shared;
+  if (pair.cert === undefined && pair.key === undefined) {
+    const ca = own.clientCa ?? shared.clientCa;
+    if (ca !== undefined) throw invalid(ca, 'a client CA needs the listener to have a TLS certificate and key as well');
+    return undefined;
+  }
+  if (pair.cert === undefined || pair.key === undefined) {
+    throw invalid((pair.cert ?? pair.key)!, 'TLS needs both a certificate and a key file');
+  }
+  const path = (raw: Raw): string => {
+    const value = stringOf(raw, 'a file path');
+    if (value === '') throw invalid(raw, 'expected a file path');
+    return resolve(cwd, value);
+  };
+  const ca = own.clientCa ?? shared.clientCa;
+  return { certFile: path(pair.cert), keyFile: path(pair.key), clientCaFile: ca === undefined ? undefined : path(ca) };
 }
 
 export function optionalPath(raw: Raw | undefined, cwd: string): string | undefined {

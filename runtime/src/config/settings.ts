@@ -21,8 +21,18 @@ export type LogFormat = (typeof LOG_FORMATS)[number];
 export const ON_MAX_ATTEMPTS = ['pause', 'kill'] as const;
 export type OnMaxAttempts = (typeof ON_MAX_ATTEMPTS)[number];
 
+/** PEM files of an HTTPS listener, re-read when they change. */
+export interface TlsFilesConfig {
+  readonly certFile: string;
+  readonly keyFile: string;
+  /** When set, clients must present a certificate issued by one of these CAs. */
+  readonly clientCaFile?: string | undefined;
+}
+
 export interface ListenerConfig {
   readonly bind: BindAddress;
+  /** HTTPS with these files; plain HTTP when undefined (the dev-mode default). */
+  readonly tls?: TlsFilesConfig | undefined;
 }
 
 /** The observability listener (3100) and the log and trace store behind it; see `observability/README.md`. */
@@ -230,6 +240,18 @@ export const SETTINGS = {
   RATCHET_KAFKA_MAX_INFLIGHT_PER_PARTITION: 'kafka.max-inflight-per-partition',
   RATCHET_KAFKA_CRASH_POINT: 'kafka.crash-point',
   RATCHET_INTROSPECTION_PASSWORD: 'introspection.password',
+  RATCHET_TLS_CERT: 'tls.cert',
+  RATCHET_TLS_KEY: 'tls.key',
+  RATCHET_TLS_CLIENT_CA: 'tls.client-ca',
+  RATCHET_INGRESS_TLS_CERT: 'ingress.tls-cert',
+  RATCHET_INGRESS_TLS_KEY: 'ingress.tls-key',
+  RATCHET_INGRESS_TLS_CLIENT_CA: 'ingress.tls-client-ca',
+  RATCHET_ADMIN_TLS_CERT: 'admin.tls-cert',
+  RATCHET_ADMIN_TLS_KEY: 'admin.tls-key',
+  RATCHET_ADMIN_TLS_CLIENT_CA: 'admin.tls-client-ca',
+  RATCHET_OBSERVABILITY_TLS_CERT: 'observability.tls-cert',
+  RATCHET_OBSERVABILITY_TLS_KEY: 'observability.tls-key',
+  RATCHET_OBSERVABILITY_TLS_CLIENT_CA: 'observability.tls-client-ca',
   RATCHET_INTROSPECTION_TLS_CERT: 'introspection.tls-cert',
   RATCHET_INTROSPECTION_TLS_KEY: 'introspection.tls-key',
   RATCHET_INTROSPECTION_STATEMENT_TIMEOUT: 'introspection.statement-timeout',

@@ -1,4 +1,11 @@
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { Server as TlsServer } from 'node:tls';
+import Fastify, {
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type FastifyServerOptions,
+} from 'fastify';
+import { tlsServerOptions } from '../listeners/serve.ts';
 import { AuthError } from '../auth/errors.ts';
 import { attachOrOutput, lookup } from './attach.ts';
 import { ingressAuthHook } from './auth.ts';
@@ -27,7 +34,9 @@ export function buildIngressApp(deps: IngressDeps): FastifyInstance {
     // Restate paths carry URL-encoded keys and are parsed by us from the original URL. Routing every request as `/`
     // keeps fastify's router from decoding them first: it would refuse a key like `%FF` that restate answers itself.
     rewriteUrl: () => '/',
-  });
+    ...tlsServerOptions(deps.tls, { http2: true }),
+  } as FastifyServerOptions) as unknown as FastifyInstance;
+  deps.tls?.attach(app.server as unknown as TlsServer);
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
 

@@ -1,3 +1,4 @@
+import type { ListenerTls } from '../listeners/tls.ts';
 import type { Logger } from 'pino';
 import type { Authenticator } from '../auth/verifier.ts';
 import type { RequestRouter } from '../cluster/forward.ts';
@@ -7,6 +8,8 @@ import type { SchemaRegistry } from '../schema/registry.ts';
 
 export interface IngressDeps {
   engine: Engine;
+  /** HTTPS (HTTP/2 and HTTP/1.1 by ALPN) with this certificate; plain HTTP when absent. */
+  tls?: ListenerTls | undefined;
   registry: SchemaRegistry;
   logger: Logger;
   requestSizeLimit: number;

@@ -338,6 +338,35 @@ describe('loadConfig errors name the offending key (RT0002)', () => {
     expect(config.invoker).toMatchObject({ minProtocolVersion: 6, maxProtocolVersion: 7 });
   });
 
+  it('reads HTTPS files per listener or shared, and refuses half a pair', () => {
+    const shared = loadConfig({
+      env: {
+        RATCHET_TLS_CERT: '/tls/tls.crt',
+        RATCHET_TLS_KEY: '/tls/tls.key',
+        RATCHET_ADMIN_TLS_CLIENT_CA: '/ca.crt',
+      },
+    });
+    expect(shared.ingress.tls).toEqual({ certFile: '/tls/tls.crt', keyFile: '/tls/tls.key', clientCaFile: undefined });
+    expect(shared.admin.tls).toEqual({ certFile: '/tls/tls.crt', keyFile: '/tls/tls.key', clientCaFile: '/ca.crt' });
+    expect(shared.observability.tls?.certFile).toBe('/tls/tls.crt');
+    expect(shared.introspection.tls).toEqual({ certFile: '/tls/tls.crt', keyFile: '/tls/tls.key' });
+    const own = loadConfig({
+      env: {
+        RATCHET_TLS_CERT: '/tls/tls.crt',
+        RATCHET_TLS_KEY: '/tls/tls.key',
+        RATCHET_INGRESS_TLS_CERT: '/ingress.crt',
+        RATCHET_INGRESS_TLS_KEY: '/ingress.key',
+      },
+    });
+    expect(own.ingress.tls?.certFile).toBe('/ingress.crt');
+    expect(own.admin.tls?.certFile).toBe('/tls/tls.crt');
+    expect(loadConfig({ env: {} }).ingress.tls).toBeUndefined();
+    expect(failure({ RATCHET_INGRESS_TLS_CERT: '/x.crt' }).message).toMatch(/needs both a certificate and a key/);
+    const lonely = failure({ RATCHET_TLS_CLIENT_CA: '/ca.crt' });
+    expect(lonely.key).toBe('RATCHET_TLS_CLIENT_CA');
+    expect(lonely.message).toMatch(/client CA needs the listener to have a TLS certificate/);
+  });
+
   it('names the file key and the file for bad values in the file', () => {
     const file = configFile('[admin]\nbind = "nowhere"\n');
     const error = failure({}, file);

@@ -1,5 +1,13 @@
 import websocket from '@fastify/websocket';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { Server as TlsServer } from 'node:tls';
+import Fastify, {
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type FastifyServerOptions,
+} from 'fastify';
+import { tlsServerOptions } from '../../listeners/serve.ts';
+import type { ListenerTls } from '../../listeners/tls.ts';
 import type { Logger } from 'pino';
 import { AuthError } from '../../auth/errors.ts';
 import { authorize, type Authenticator } from '../../auth/verifier.ts';
@@ -33,6 +41,8 @@ export interface ApiRequest {
 }
 
 export interface ObservabilityAppDeps {
+  /** HTTPS with this certificate; plain HTTP when absent. */
+  readonly tls?: ListenerTls | undefined;
   readonly routes: readonly ApiRoute[];
   readonly streams?: readonly StreamRoute[];
   readonly logger: Logger;
@@ -80,7 +90,11 @@ function send(reply: FastifyReply, res: ApiResponse): FastifyReply {
  * logcli `--org-id`) is accepted and ignored: one tenant per cluster.
  */
 export function buildObservabilityApp(deps: ObservabilityAppDeps): FastifyInstance {
-  const app = Fastify({ logger: false });
+  const app = Fastify({
+    logger: false,
+    ...tlsServerOptions(deps.tls),
+  } as FastifyServerOptions) as unknown as FastifyInstance;
+  deps.tls?.attach(app.server as unknown as TlsServer);
   const log = deps.logger.child({ component: 'observability' });
   const auth = deps.auth;
   if (auth !== undefined) {
