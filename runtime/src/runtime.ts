@@ -29,6 +29,9 @@ import { createRegistration, type RegisterDeployment } from './schema/register.t
 import { Http1Client, Http2Client } from './service-client/transport.ts';
 import { LambdaFunctions } from './lambda/functions.ts';
 import { ListenerTls } from './listeners/tls.ts';
+import { ingressLimitHook } from './ingress/limit-hook.ts';
+import { IngressLimiter } from './rate-limit/limiter.ts';
+import { PgIngressBudget } from './storage/pg/tables/ingress-budget.ts';
 import { GroupCommitter } from './storage/pg/group-commit.ts';
 import { PartitionLeases } from './storage/pg/leases.ts';
 import { recordedPartitionCount } from './storage/pg/meta.ts';
@@ -330,7 +333,11 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
     cleaner.start();
     cleanups.push(() => cleaner.stop());
     // The listeners' certificates join these options once they are loaded (below).
-    const routerOptions: RouterOptions = { partitionWaitMs: config.cluster.partitionWaitMs };
+    const ingressBudget = new PgIngressBudget(pool);
+    const routerOptions: RouterOptions = {
+      partitionWaitMs: config.cluster.partitionWaitMs,
+      forwardingSecret: await ingressBudget.forwardingSecret(),
+    };
     const router = new RequestRouter(
       {
         node: config.nodeName,
@@ -381,8 +388,18 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
     routerOptions.tls = { ingress: ingressTls, admin: adminTls };
 
     const ingressAddress = formatBindAddress(config.ingress.bind);
+    const ingressLimit = config.ingress.limit;
     const ingress = buildIngressApp({
       tls: ingressTls,
+      limit:
+        ingressLimit === undefined
+          ? undefined
+          : ingressLimitHook({
+              limiter: new IngressLimiter(ingressLimit, ingressBudget, logger.child({ component: 'ingress' })),
+              clusterName: config.clusterName,
+              forwardingSecret: routerOptions.forwardingSecret,
+              count: (result) => metrics.ingressLimit.inc({ result }),
+            }),
       minProtocolVersion: config.invoker.minProtocolVersion,
       engine,
       registry,

@@ -1,3 +1,4 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
 import { checkServerIdentity, type PeerCertificate } from 'node:tls';
@@ -10,10 +11,32 @@ import type { NodeRow } from './membership.ts';
 
 /** Set on a request one node sends on to another: the receiver never forwards it again. */
 export const FORWARDED_BY_HEADER = 'x-ratchet-forwarded-by';
+/**
+ * Set with FORWARDED_BY_HEADER: HMAC-SHA256 of the sending node's name under the cluster's forwarding secret
+ * (`ratchet.meta`), so that a receiver can tell a peer's request from a client's that carries the header (a request a
+ * peer forwards was admitted and counted by the ingress limit there already).
+ */
+export const FORWARDED_PROOF_HEADER = 'x-ratchet-forwarded-proof';
+
+export function forwardingProof(secret: string, node: string): string {
+  return createHmac('sha256', secret).update(node).digest('hex');
+}
+
+/** Whether `req` was sent on by a node of this cluster (its proof matches the node it names). */
+export function forwardedByPeer(secret: string, headers: Record<string, string | string[] | undefined>): boolean {
+  const node = headers[FORWARDED_BY_HEADER];
+  const proof = headers[FORWARDED_PROOF_HEADER];
+  if (typeof node !== 'string' || typeof proof !== 'string') return false;
+  const expected = Buffer.from(forwardingProof(secret, node), 'utf8');
+  const given = Buffer.from(proof, 'utf8');
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
 /** On a 421 answer: the receiver does not serve the partition (the sender re-reads who does and tries again). */
 const NOT_SERVED_HEADER = 'x-ratchet-not-served';
 
 const HOP_BY_HOP = new Set([
+  FORWARDED_PROOF_HEADER,
   'connection',
   'keep-alive',
   'proxy-connection',
@@ -46,6 +69,8 @@ export interface RouterOptions {
    * node's certificate when the listeners require client certificates.
    */
   tls?: Partial<Record<Listener, ListenerTls | undefined>>;
+  /** The cluster's forwarding secret: forwarded requests carry a proof made with it. */
+  forwardingSecret?: string;
 }
 
 /**
@@ -172,6 +197,9 @@ export class RequestRouter {
       headers[name] = prev === undefined ? raw[i + 1]! : `${String(prev)}, ${raw[i + 1]!}`;
     }
     headers[FORWARDED_BY_HEADER] = this.directory.node;
+    if (this.options.forwardingSecret !== undefined) {
+      headers[FORWARDED_PROOF_HEADER] = forwardingProof(this.options.forwardingSecret, this.directory.node);
+    }
     const body = Buffer.isBuffer(req.body) ? req.body : undefined;
     if (body !== undefined) headers['content-length'] = String(body.length);
     // The URL as the client sent it (the ingress routes every request as `/` and parses the original itself).

@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { ConfigError } from '../errors/config-errors.ts';
+import { parseRateLimit } from '../rate-limit/limiter.ts';
 import { formatBindAddress } from './bind-address.ts';
 import { readConfigFile } from './config-file.ts';
 import { describe, invalid, Reader, redactUrl, Sources, stringOf, unknownEnvWarnings } from './reader.ts';
@@ -174,6 +175,29 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   );
   const sharedListenerTls = listenerTls({ cert: undefined, key: undefined, clientCa: undefined }, sharedTls, cwd);
 
+  const keysFile = optionalPath(read.raw('RATCHET_AUTH_KEYS_FILE'), cwd);
+  // Managed mode (access tokens) takes the specification's 36 000 requests per hour unless told otherwise.
+  const ingressPerHour = read.string(
+    'RATCHET_INGRESS_RATE_LIMIT',
+    keysFile === undefined ? 'off' : '36000/h',
+    (raw, value) => {
+      try {
+        parseRateLimit(value);
+      } catch (err) {
+        throw invalid(raw, (err as Error).message);
+      }
+    },
+  );
+  const perHour = parseRateLimit(ingressPerHour);
+  const ingressLimit =
+    perHour === undefined
+      ? undefined
+      : {
+          perHour,
+          // A minute's worth by default: after a quiet period that many requests may come at once.
+          burst: read.integer('RATCHET_INGRESS_RATE_BURST', Math.max(1, Math.ceil(perHour / 60)), { min: 1 }),
+        };
+
   const config: Config = {
     clusterName,
     nodeName,
@@ -183,7 +207,11 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
       url: databaseUrl,
       poolSize: read.integer('RATCHET_DATABASE_POOL_SIZE', 10, { min: 1, max: 1000 }),
     },
-    ingress: { bind: read.bind('RATCHET_INGRESS_BIND', { host: '127.0.0.1', port: 8080 }), tls: ownTls('INGRESS') },
+    ingress: {
+      bind: read.bind('RATCHET_INGRESS_BIND', { host: '127.0.0.1', port: 8080 }),
+      tls: ownTls('INGRESS'),
+      limit: ingressLimit,
+    },
     admin: { bind: adminBind, tls: ownTls('ADMIN') },
     introspection: {
       bind: read.bind('RATCHET_INTROSPECTION_BIND', { host: '127.0.0.1', port: 9071 }),
@@ -256,7 +284,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
           ? undefined
           : read.oneOf('RATCHET_KAFKA_CRASH_POINT', ['after-enqueue'] as const, 'after-enqueue'),
     },
-    auth: { keysFile: optionalPath(read.raw('RATCHET_AUTH_KEYS_FILE'), cwd) },
+    auth: { keysFile },
     cluster: clusterConfig(read),
     warnings,
   };

@@ -35,6 +35,16 @@ export interface ListenerConfig {
   readonly tls?: TlsFilesConfig | undefined;
 }
 
+/** The cluster-wide ingress limit (specification section 8); undefined = no limit. */
+export interface IngressLimitConfig {
+  readonly perHour: number;
+  readonly burst: number;
+}
+
+export interface IngressConfig extends ListenerConfig {
+  readonly limit?: IngressLimitConfig | undefined;
+}
+
 /** The observability listener (3100) and the log and trace store behind it; see `observability/README.md`. */
 export interface ObservabilityConfig extends ListenerConfig {
   /**
@@ -177,7 +187,7 @@ export interface Config {
   /** Absolute path of the config file read, if any. */
   readonly configFile: string | undefined;
   readonly database: DatabaseConfig;
-  readonly ingress: ListenerConfig;
+  readonly ingress: IngressConfig;
   readonly admin: ListenerConfig;
   readonly introspection: IntrospectionConfig;
   readonly observability: ObservabilityConfig;
@@ -205,6 +215,8 @@ export const SETTINGS = {
   RATCHET_DATABASE_URL: 'database.url',
   RATCHET_DATABASE_POOL_SIZE: 'database.pool-size',
   RATCHET_INGRESS_BIND: 'ingress.bind',
+  RATCHET_INGRESS_RATE_LIMIT: 'ingress.rate-limit',
+  RATCHET_INGRESS_RATE_BURST: 'ingress.rate-burst',
   RATCHET_ADMIN_BIND: 'admin.bind',
   RATCHET_INTROSPECTION_BIND: 'introspection.bind',
   RATCHET_OBSERVABILITY_BIND: 'observability.bind',

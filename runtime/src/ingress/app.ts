@@ -6,6 +6,7 @@ import Fastify, {
   type FastifyServerOptions,
 } from 'fastify';
 import { tlsServerOptions } from '../listeners/serve.ts';
+import { IngressLimitError } from './limit-hook.ts';
 import { AuthError } from '../auth/errors.ts';
 import { attachOrOutput, lookup } from './attach.ts';
 import { ingressAuthHook } from './auth.ts';
@@ -42,6 +43,8 @@ export function buildIngressApp(deps: IngressDeps): FastifyInstance {
 
   // Before the body is read: a refused request costs no parsing.
   if (deps.auth !== undefined) app.addHook('onRequest', ingressAuthHook(deps.auth, deps.registry));
+  // After authentication: the cluster's request budget (managed mode, or RATCHET_INGRESS_RATE_LIMIT).
+  if (deps.limit !== undefined) app.addHook('onRequest', deps.limit);
 
   app.addHook('onSend', async (_req, reply) => {
     reply.header('vary', VARY);
@@ -55,6 +58,7 @@ export function buildIngressApp(deps: IngressDeps): FastifyInstance {
         .serve('ingress', req, reply, err.partition)
         .catch((e: Error) => sendError(reply, 503, e.message, 'ingress'));
     }
+    if (err instanceof IngressLimitError) reply.header('retry-after', String(err.retryAfterSeconds));
     if (err instanceof IngressError) return sendError(reply, err.status, err.message, 'ingress');
     if (err instanceof AuthError) {
       reply.header('www-authenticate', err.challenge);

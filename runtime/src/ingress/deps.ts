@@ -1,3 +1,4 @@
+import type { FastifyRequest } from 'fastify';
 import type { ListenerTls } from '../listeners/tls.ts';
 import type { Logger } from 'pino';
 import type { Authenticator } from '../auth/verifier.ts';
@@ -13,6 +14,8 @@ export interface IngressDeps {
   registry: SchemaRegistry;
   logger: Logger;
   requestSizeLimit: number;
+  /** The ingress limit's request hook (rate-limit/ingress-hook.ts); no limit when absent. */
+  limit?: ((req: FastifyRequest) => Promise<void>) | undefined;
   /** New invocations of a service whose deployment speaks only older protocol versions are refused (RT0020). */
   minProtocolVersion?: number | undefined;
   /** Managed mode: every request needs an access token. Undefined = dev mode, no authentication. */

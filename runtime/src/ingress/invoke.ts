@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { FORWARDED_BY_HEADER } from '../cluster/forward.ts';
+import { FORWARDED_BY_HEADER, FORWARDED_PROOF_HEADER } from '../cluster/forward.ts';
 import { parseDuration } from '../config/units.ts';
 import { newUlidString } from '../ids/ulid.ts';
 import { deprecatedProtocolMessage, MIN_PROTOCOL_VERSION } from '../protocol/version.ts';
@@ -13,7 +13,14 @@ import { checkScope } from './scope.ts';
 import { formatTimestamp, jsonBody, sendError, sendOutcome } from './reply.ts';
 
 /** Request headers restate does not forward to the handler. */
-const DROPPED_HEADERS = new Set(['connection', 'host', 'idempotency-key', 'idempotency-expires', FORWARDED_BY_HEADER]);
+const DROPPED_HEADERS = new Set([
+  'connection',
+  'host',
+  'idempotency-key',
+  'idempotency-expires',
+  FORWARDED_BY_HEADER,
+  FORWARDED_PROOF_HEADER,
+]);
 
 /**
  * A call (waits for the result) or a send (202 once accepted). The checks run in restate's order: public, idempotency

@@ -89,6 +89,12 @@ export function createMetrics() {
         }
       },
     }),
+    ingressLimit: new Counter({
+      name: 'ratchet_ingress_limit_requests_total',
+      help: "Ingress requests counted against the cluster's request budget, by result (admitted or refused with 429).",
+      labelNames: ['result'] as const,
+      registers: [registry],
+    }),
     forwardedRequests: new Counter({
       name: 'ratchet_cluster_forwarded_requests_total',
       help: "Requests this node sent on to the partition's owner, by listener and outcome.",
