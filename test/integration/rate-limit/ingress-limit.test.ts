@@ -12,16 +12,17 @@ import { metricValue } from '../kafka/support.ts';
  * Over the limit: 429 with Retry-After and a message naming the limit; health checks and the admin API are free.
  */
 
-const echo = restate.service({
+// A virtual object: each key's partition is fixed, so keys owned by the other node are forwarded to it.
+const echo = restate.object({
   name: 'Echo',
-  handlers: { say: async (_ctx: restate.Context, s: string) => s },
+  handlers: { say: async (_ctx: restate.ObjectContext, s: string) => s },
 });
 
 const PARTITIONS = 8;
 const BURST = 20;
 
 async function say(node: ClusterNode, i: number): Promise<Response> {
-  return fetch(`${node.process.ingressUrl}/Echo/say`, {
+  return fetch(`${node.process.ingressUrl}/Echo/k${i}/say`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify(`hello ${i}`),
@@ -61,8 +62,8 @@ describe('the ingress limit, shared by the replicas of a cluster', () => {
     const started = Date.now();
     const statuses: number[] = [];
     let refusal: Response | undefined;
-    // Alternating between the nodes; without a key each call lands on a random partition, so about half of what a
-    // node takes is forwarded to the other one (and must not be counted there again).
+    // Alternating between the nodes, each call for its own key: about half of what a node takes is for a partition
+    // the other one owns and is forwarded to it (and must not be counted there again).
     for (let i = 0; i < 2 * BURST; i++) {
       const res = await say(nodes[i % 2]!, i);
       statuses.push(res.status);
@@ -83,8 +84,16 @@ describe('the ingress limit, shared by the replicas of a cluster', () => {
     const counted =
       (await metricValue(nodes[0]!.process.metricsUrl, 'ratchet_ingress_limit_requests_total', {})) +
       (await metricValue(nodes[1]!.process.metricsUrl, 'ratchet_ingress_limit_requests_total', {}));
-    // Every request counted exactly once, forwarded or not.
+    // Every request counted exactly once, forwarded or not (and some were).
     expect(counted).toBe(2 * BURST);
+    const forwarded =
+      (await metricValue(nodes[0]!.process.metricsUrl, 'ratchet_cluster_forwarded_requests_total', {
+        result: 'forwarded',
+      })) +
+      (await metricValue(nodes[1]!.process.metricsUrl, 'ratchet_cluster_forwarded_requests_total', {
+        result: 'forwarded',
+      }));
+    expect(forwarded).toBeGreaterThan(0);
   });
 
   it('does not count health checks, the admin API, or a client claiming to be a peer', async () => {
@@ -92,7 +101,7 @@ describe('the ingress limit, shared by the replicas of a cluster', () => {
     expect((await fetch(`${node.process.ingressUrl}/restate/health`)).status).toBe(200);
     expect((await fetch(`${node.process.adminUrl}/deployments`)).status).toBe(200);
     // A forged forwarding header is not a peer's proof: still counted (and refused while the budget is empty).
-    const forged = await fetch(`${node.process.ingressUrl}/Echo/say`, {
+    const forged = await fetch(`${node.process.ingressUrl}/Echo/forged/say`, {
       method: 'POST',
       headers: {
         'content-type': 'application/json',
