@@ -4,6 +4,7 @@ import type { QueryRequest, QueryResponse } from '../../../runtime/src/admin/mod
 import type { ListServicesResponse } from '../../../runtime/src/admin/model/services.ts';
 import type { ListSubscriptionsResponse } from '../../../runtime/src/admin/model/subscriptions.ts';
 import { countAdminApiRequest } from '../telemetry/metrics.ts';
+import { httpCall } from './transport.ts';
 import {
   AdminApiError,
   type AdminClient,
@@ -37,7 +38,7 @@ export interface AdminClientOptions {
   readonly queryTimeoutMs?: number;
   /** Called with every answer's status code (0 when unreachable). Default: `ratchet_operator_admin_api_requests_total`. */
   readonly onResponse?: (code: number) => void;
-  /** For tests of the transport; the global fetch otherwise. */
+  /** For tests of the transport; the global fetch otherwise. Not for `https:` targets with TLS options. */
   readonly fetch?: typeof fetch;
 }
 
@@ -84,15 +85,14 @@ export function errorFromAnswer(status: number, text: string, what: string): Adm
   return new AdminApiError(status, message, code);
 }
 
+/** `CODE message` of the error fetch wraps in `cause`, or of node:https's own (TLS verification codes included). */
 function describeNetworkError(err: unknown): string {
   if (err instanceof Error) {
     if (err.name === 'TimeoutError' || err.name === 'AbortError') return 'timed out';
     const cause = (err as { cause?: unknown }).cause;
-    if (cause instanceof Error) {
-      const code = (cause as NodeJS.ErrnoException).code;
-      return code === undefined ? cause.message : `${code} ${cause.message}`;
-    }
-    return err.message;
+    const inner = cause instanceof Error ? cause : err;
+    const code = (inner as NodeJS.ErrnoException).code;
+    return code === undefined ? inner.message : `${code} ${inner.message}`;
   }
   return String(err);
 }
@@ -115,19 +115,21 @@ class HttpAdminClient implements AdminClient {
     if (this.target.token !== undefined && this.target.token !== '') {
       headers['authorization'] = `Bearer ${this.target.token}`;
     }
-    const doFetch = this.options.fetch ?? fetch;
     const onResponse = this.options.onResponse ?? ((code: number) => countAdminApiRequest(code));
     let status: number;
     let text: string;
     try {
-      const res = await doFetch(url, {
-        method: spec.method,
-        headers,
-        ...(spec.body === undefined ? {} : { body: JSON.stringify(spec.body) }),
-        signal: AbortSignal.timeout(spec.timeoutMs ?? this.options.timeoutMs ?? DEFAULT_ADMIN_TIMEOUT_MS),
-      });
-      status = res.status;
-      text = await res.text();
+      ({ status, text } = await httpCall(
+        url,
+        {
+          method: spec.method,
+          headers,
+          ...(spec.body === undefined ? {} : { body: JSON.stringify(spec.body) }),
+          signal: AbortSignal.timeout(spec.timeoutMs ?? this.options.timeoutMs ?? DEFAULT_ADMIN_TIMEOUT_MS),
+        },
+        this.target.tls,
+        this.options.fetch,
+      ));
     } catch (err) {
       onResponse(0);
       throw new AdminApiError(

@@ -93,10 +93,22 @@ export interface AdminClient {
   deleteSubscription(id: string): Promise<boolean>;
 }
 
-/** Where a runtime's admin API is and the bearer token to call it with (managed mode). */
+/**
+ * TLS of a call to an HTTPS listener of a runtime. The listener's certificate must chain to `ca` (which replaces the
+ * system roots); a certificate in `ca` is trusted as it stands, so the server's own certificate may serve as its trust
+ * anchor. `cert` and `key` are the client certificate, for a listener that verifies client certificates. PEM text.
+ */
+export interface ClientTls {
+  readonly ca: string;
+  readonly cert?: string;
+  readonly key?: string;
+}
+
+/** Where a runtime's admin API is, the bearer token to call it with (managed mode), and TLS for `https:` URLs. */
 export interface AdminTarget {
   url: string;
   token?: string;
+  tls?: ClientTls;
 }
 
 export type AdminClientFactory = (target: AdminTarget) => AdminClient;

@@ -22,6 +22,7 @@ import {
   serviceAccountName,
   shutdownDelayOf,
 } from './settings.ts';
+import { TLS_VOLUMES, tlsEnv, tlsVolumeMounts, tlsVolumes } from './tls.ts';
 
 /*
  * The runtime pods: a plain apps/v1 Deployment, since every process is stateless (all state is in PostgreSQL). The
@@ -31,14 +32,12 @@ import {
 export const RUNTIME_CONTAINER = 'ratchet';
 /** The ConfigMap (ratchet.toml, auth-keys.pem) as a directory: the kubelet swaps its files atomically on change. */
 export const CONFIG_DIR = '/etc/ratchet/config';
-/** A sibling of CONFIG_DIR, never inside it: a mount point inside a read-only ConfigMap volume cannot be created. */
-export const INTROSPECTION_TLS_DIR = '/etc/ratchet/tls/introspection';
 export const DATA_DIR = '/var/lib/ratchet';
 /** The distroless `nonroot` user; any non-zero uid works since the pods write only to emptyDirs. */
 export const RUNTIME_UID = 65532;
 
-const VOLUMES = { config: 'config', tmp: 'tmp', data: 'data', introspectionTls: 'introspection-tls' } as const;
-const OWNED_VOLUMES: ReadonlySet<string> = new Set(Object.values(VOLUMES));
+const VOLUMES = { config: 'config', tmp: 'tmp', data: 'data' } as const;
+const OWNED_VOLUMES: ReadonlySet<string> = new Set([...Object.values(VOLUMES), ...Object.values(TLS_VOLUMES)]);
 
 /**
  * Rolling updates add a pod before removing one: capacity never drops below `replicas`, and the cluster is never
@@ -55,7 +54,10 @@ export const REVISION_HISTORY_LIMIT = 3;
 export interface ConfigHashInputs {
   /** The runtime ConfigMap's data. */
   readonly configMap: Readonly<Record<string, string>>;
-  /** Every Secret value the pods read (DSN, TLS key pair), keyed `<secret>/<key>`; values as stored (base64). */
+  /**
+   * The Secret values the pods read once, at start (the DSN), keyed `<secret>/<key>`; values as stored (base64). Not
+   * the TLS files, which the runtime re-reads when the kubelet updates them.
+   */
   readonly secrets: Readonly<Record<string, string>>;
 }
 
@@ -142,12 +144,7 @@ export function operatorEnv(cluster: Cluster): EnvVar[] {
   if (obs?.maxSize !== undefined) env.push({ name: 'RATCHET_OBSERVABILITY_MAX_SIZE', value: obs.maxSize });
   if (obs?.logLevel !== undefined) env.push({ name: 'RATCHET_OBSERVABILITY_LOG_LEVEL', value: obs.logLevel });
   if (authEnabled(cluster)) env.push({ name: 'RATCHET_AUTH_KEYS_FILE', value: `${CONFIG_DIR}/${AUTH_KEYS_FILE_KEY}` });
-  if (cluster.spec.tls?.introspection !== undefined) {
-    env.push(
-      { name: 'RATCHET_INTROSPECTION_TLS_CERT', value: `${INTROSPECTION_TLS_DIR}/tls.crt` },
-      { name: 'RATCHET_INTROSPECTION_TLS_KEY', value: `${INTROSPECTION_TLS_DIR}/tls.key` },
-    );
-  }
+  env.push(...tlsEnv(cluster));
   return env;
 }
 
@@ -212,12 +209,7 @@ function volumes(cluster: Cluster): Volume[] {
     { name: VOLUMES.tmp, emptyDir: {} },
     { name: VOLUMES.data, emptyDir: {} },
   ];
-  const tls = cluster.spec.tls?.introspection;
-  if (tls !== undefined) {
-    // Group-readable through fsGroup; the private key is nobody else's business.
-    list.push({ name: VOLUMES.introspectionTls, secret: { secretName: tls.name, defaultMode: 0o440 } });
-  }
-  return [...list, ...userNamed<Volume>(cluster.spec.pod?.extraVolumes, OWNED_VOLUMES)];
+  return [...list, ...tlsVolumes(cluster), ...userNamed<Volume>(cluster.spec.pod?.extraVolumes, OWNED_VOLUMES)];
 }
 
 function volumeMounts(cluster: Cluster): VolumeMount[] {
@@ -226,10 +218,11 @@ function volumeMounts(cluster: Cluster): VolumeMount[] {
     { name: VOLUMES.tmp, mountPath: '/tmp' },
     { name: VOLUMES.data, mountPath: DATA_DIR },
   ];
-  if (cluster.spec.tls?.introspection !== undefined) {
-    mounts.push({ name: VOLUMES.introspectionTls, mountPath: INTROSPECTION_TLS_DIR, readOnly: true });
-  }
-  return [...mounts, ...userNamed<VolumeMount>(cluster.spec.pod?.extraVolumeMounts, OWNED_VOLUMES)];
+  return [
+    ...mounts,
+    ...tlsVolumeMounts(cluster),
+    ...userNamed<VolumeMount>(cluster.spec.pod?.extraVolumeMounts, OWNED_VOLUMES),
+  ];
 }
 
 function runtimeContainer(cluster: Cluster): Container {

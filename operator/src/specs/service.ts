@@ -4,6 +4,7 @@ import { childMeta } from './meta.ts';
 import { clusterNames, selectorLabels } from './names.ts';
 import type { ServiceObject, ServicePort } from './objects.ts';
 import { enabledListeners } from './settings.ts';
+import { httpScheme } from './tls.ts';
 
 /** `appProtocol` tells service meshes and gateways what speaks on each port. */
 const APP_PROTOCOL: Readonly<Record<ListenerName | 'metrics', string>> = {
@@ -14,14 +15,13 @@ const APP_PROTOCOL: Readonly<Record<ListenerName | 'metrics', string>> = {
   metrics: 'http',
 };
 
-function port(listener: ListenerName | 'metrics'): ServicePort {
-  return {
-    name: listener,
-    port: LISTENER_PORTS[listener],
-    targetPort: listener,
-    protocol: 'TCP',
-    appProtocol: APP_PROTOCOL[listener],
-  };
+function port(listener: ListenerName | 'metrics', appProtocol = APP_PROTOCOL[listener]): ServicePort {
+  return { name: listener, port: LISTENER_PORTS[listener], targetPort: listener, protocol: 'TCP', appProtocol };
+}
+
+/** The HTTP listeners serving TLS say `https`, so that a mesh or gateway in front does not speak plain HTTP to them. */
+function appProtocolOf(cluster: Cluster, listener: ListenerName): string {
+  return listener === 'introspection' ? APP_PROTOCOL[listener] : httpScheme(cluster, listener);
 }
 
 /** `<cluster>-<listener>` in front of one listener of the runtime pods. */
@@ -29,7 +29,11 @@ export function buildListenerService(cluster: Cluster, listener: ListenerName): 
   const name = cluster.metadata.name;
   const options = cluster.spec.services?.[listener];
   const type = options?.type ?? 'ClusterIP';
-  const spec: ServiceObject['spec'] = { type, selector: selectorLabels(name), ports: [port(listener)] };
+  const spec: ServiceObject['spec'] = {
+    type,
+    selector: selectorLabels(name),
+    ports: [port(listener, appProtocolOf(cluster, listener))],
+  };
   if (options?.loadBalancerSourceRanges !== undefined && type === 'LoadBalancer') {
     spec.loadBalancerSourceRanges = [...options.loadBalancerSourceRanges];
   }

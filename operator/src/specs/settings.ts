@@ -2,6 +2,7 @@ import { LISTENERS, LISTENER_PORTS, type ListenerName } from '../api/v1alpha1/cl
 import type { Cluster } from '../api/v1alpha1/index.ts';
 import { namespaceOf } from './meta.ts';
 import { clusterNames } from './names.ts';
+import { httpScheme, tlsSecretNames } from './tls.ts';
 
 /*
  * A Cluster's spec with its schema defaults resolved. The API server applies `default:` on read, but objects in
@@ -96,8 +97,7 @@ export function referencedSecrets(cluster: Cluster): string[] {
   } catch {
     // A spec without a database source references no DSN Secret; the reconcile reports the problem.
   }
-  const tls = cluster.spec.tls?.introspection?.name;
-  if (tls !== undefined) names.add(tls);
+  for (const tls of tlsSecretNames(cluster)) names.add(tls);
   for (const k of cluster.spec.kafka?.clusters ?? []) {
     if (k.propertiesFrom !== undefined) names.add(k.propertiesFrom.name);
   }
@@ -111,13 +111,16 @@ export function referencedSecrets(cluster: Cluster): string[] {
 
 export type Endpoints = Partial<Record<ListenerName, string>>;
 
-/** In-cluster URLs of the enabled listener Services (what the Deployment and Subscription controllers call). */
+/**
+ * In-cluster URLs of the enabled listener Services (what the Deployment and Subscription controllers call): `https`
+ * for an HTTP listener serving TLS.
+ */
 export function clusterEndpoints(cluster: Cluster): Endpoints {
   const name = cluster.metadata.name;
   const namespace = namespaceOf(cluster);
   const endpoints: Endpoints = {};
   for (const listener of enabledListeners(cluster)) {
-    const scheme = listener === 'introspection' ? 'postgres' : 'http';
+    const scheme = listener === 'introspection' ? 'postgres' : httpScheme(cluster, listener);
     const host = `${clusterNames.service(name, listener)}.${namespace}.svc`;
     endpoints[listener] = `${scheme}://${host}:${LISTENER_PORTS[listener]}`;
   }

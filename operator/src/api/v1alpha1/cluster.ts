@@ -218,6 +218,72 @@ const Observability = Type.Object(
   { description: "The cluster's log and trace store. Wins over the same keys in spec.config." },
 );
 
+/** The HTTPS listeners: those the runtime serves over HTTPS with a certificate, metrics and probes aside. */
+export const HTTPS_LISTENERS = ['ingress', 'admin', 'observability'] as const;
+export type HttpsListenerName = (typeof HTTPS_LISTENERS)[number];
+
+const TLS_SECRET =
+  'A kubernetes.io/tls Secret (tls.crt, tls.key; ca.crt optional), e.g. made by a cert-manager Certificate.';
+
+const ClientAuth = Type.Object(
+  {
+    caSecretRef: SecretKeySelector(
+      'The CA bundle (PEM) client certificates must chain to. cert-manager puts the issuing CA in `ca.crt` of every ' +
+        "Certificate's Secret, so the listeners' own Secret works when clients get their certificates from the same " +
+        'issuer.',
+      'ca.crt',
+    ),
+    listeners: Type.Optional(
+      Type.Array(StringEnum(HTTPS_LISTENERS), {
+        minItems: 1,
+        maxItems: 3,
+        'x-kubernetes-list-type': 'set',
+        default: [...HTTPS_LISTENERS],
+        description: 'The listeners that require a client certificate (default all three); each must have TLS.',
+      }),
+    ),
+    operatorSecretRef: Type.Optional(
+      LocalObjectReference(
+        'A kubernetes.io/tls Secret with the client certificate the operator presents to the admin and ' +
+          "observability listeners. Default: the listener's own key pair, which the runtime pods also present to " +
+          'each other when forwarding (it must chain to the CA and allow client authentication).',
+      ),
+    ),
+  },
+  { description: 'Client-certificate verification (mutual TLS) on HTTPS listeners.' },
+);
+
+const Tls = Type.Object(
+  {
+    secretRef: Type.Optional(
+      LocalObjectReference(
+        `${TLS_SECRET} Serves ingress (8080), admin (9070), observability (3100) and, unless introspection is set, ` +
+          'the SQL listener (9071). The runtime re-reads the files when the Secret changes: a renewed certificate ' +
+          'does not restart the pods.',
+      ),
+    ),
+    ingress: Type.Optional(LocalObjectReference(`${TLS_SECRET} For the ingress listener, instead of secretRef.`)),
+    admin: Type.Optional(LocalObjectReference(`${TLS_SECRET} For the admin listener, instead of secretRef.`)),
+    observability: Type.Optional(
+      LocalObjectReference(`${TLS_SECRET} For the observability listener, instead of secretRef.`),
+    ),
+    introspection: Type.Optional(
+      LocalObjectReference('A kubernetes.io/tls Secret (tls.crt, tls.key) for the SQL listener (9071).'),
+    ),
+    clientAuth: Type.Optional(ClientAuth),
+  },
+  {
+    description: 'TLS of the runtime listeners. Without it they serve plain HTTP; metrics and probes (5122) always do.',
+    ...cel({
+      rule:
+        "!has(self.clientAuth) || (has(self.clientAuth.listeners) ? self.clientAuth.listeners : ['ingress', 'admin', " +
+        "'observability']).all(l, has(self.secretRef) || (l == 'ingress' && has(self.ingress)) || (l == 'admin' && " +
+        "has(self.admin)) || (l == 'observability' && has(self.observability)))",
+      message: "clientAuth needs TLS on each of its listeners (secretRef, or the listener's own Secret)",
+    }),
+  },
+);
+
 export const ClusterSpec = Type.Object(
   {
     image: Type.String({ minLength: 1, maxLength: 512, description: 'Runtime container image.' }),
@@ -261,16 +327,7 @@ export const ClusterSpec = Type.Object(
       }),
     ),
     auth: Type.Optional(Auth),
-    tls: Type.Optional(
-      Type.Object(
-        {
-          introspection: Type.Optional(
-            LocalObjectReference('A kubernetes.io/tls Secret (tls.crt, tls.key) for the SQL listener (9071).'),
-          ),
-        },
-        { description: 'TLS material for listeners that terminate TLS in the runtime.' },
-      ),
-    ),
+    tls: Type.Optional(Tls),
     networkPolicy: Type.Optional(
       Type.Object({
         enabled: Type.Optional(Type.Boolean({ default: false })),
@@ -346,7 +403,12 @@ export const ClusterStatus = Type.Object({
   version: Type.Optional(Type.String({ description: 'Runtime version, from the admin API /version.' })),
   adminApiVersions: Type.Optional(Type.Object({ min: Type.Integer(), max: Type.Integer() })),
   endpoints: Type.Optional(Endpoints),
-  configHash: Type.Optional(Type.String({ description: 'Hash of the config and secrets the pods run with.' })),
+  configHash: Type.Optional(
+    Type.String({
+      description:
+        'Hash of the config and DSN the pods run with (not the TLS files, which the runtime re-reads when renewed).',
+    }),
+  ),
   tokenSecret: Type.Optional(Type.String({ description: 'Secret holding the access token (key `token`).' })),
 });
 

@@ -23,6 +23,7 @@ import { buildRuntimeDeployment, configHash } from '../../specs/runtime-deployme
 import { buildServiceAccount } from '../../specs/service-account.ts';
 import { buildServices } from '../../specs/service.ts';
 import { clusterEndpoints, replicasOf, serviceEnabled } from '../../specs/settings.ts';
+import { httpScheme } from '../../specs/tls.ts';
 import { applyAll, pruneUnwanted } from './apply.ts';
 import { resolveAuth, type AuthResolution } from './auth.ts';
 import { resolveDatabase } from './database.ts';
@@ -39,7 +40,7 @@ import {
   type KafkaObservation,
 } from './status.ts';
 import { observabilityAnswers, publishedEndpoints } from './observability.ts';
-import { resolveTls } from './tls.ts';
+import { resolveTls, type TlsResolution } from './tls.ts';
 import { clusterWatches } from './watches.ts';
 import { isPaused } from '../shared/paused.ts';
 
@@ -83,6 +84,7 @@ async function observeAdmin(
   cluster: Cluster,
   ctx: ReconcileContext,
   auth: AuthResolution,
+  tls: TlsResolution,
   readyPods: number,
 ): Promise<{ admin: AdminObservation; client: AdminClient | undefined }> {
   const name = cluster.metadata.name;
@@ -104,14 +106,29 @@ async function observeAdmin(
       client: undefined,
     };
   }
+  if (!tls.ok) {
+    return {
+      admin: { ok: false, reason: 'NoTLSSecret', message: `no TLS material for the admin API: ${tls.blocker.message}` },
+      client: undefined,
+    };
+  }
   if (readyPods < 1) {
     return {
       admin: { ok: false, reason: 'NoReadyPods', message: 'waiting for a ready runtime pod' },
       client: undefined,
     };
   }
-  const url = ctx.serviceUrl(namespaceOf(cluster), clusterNames.service(name, 'admin'), LISTENER_PORTS.admin);
-  const target: AdminTarget = auth.state === 'ready' ? { url, token: auth.token } : { url };
+  const url = ctx.serviceUrl(
+    namespaceOf(cluster),
+    clusterNames.service(name, 'admin'),
+    LISTENER_PORTS.admin,
+    httpScheme(cluster, 'admin'),
+  );
+  const target: AdminTarget = {
+    url,
+    ...(auth.state === 'ready' ? { token: auth.token } : {}),
+    ...(tls.admin === undefined ? {} : { tls: tls.admin }),
+  };
   const client = ctx.admin(target);
   try {
     return { admin: { ok: true, version: await client.version() }, client };
@@ -253,10 +270,7 @@ async function reconcile(key: ObjectKey, ctx: ReconcileContext): Promise<Reconci
           toml,
           publicKeyPem: auth.state === 'ready' ? auth.publicKeyPem : undefined,
           kafkaClusters: keepKafkaRecord ? kafkaRecord : undefined,
-          secrets: {
-            [`${database.dsn.source.secretName}/${database.dsn.source.key}`]: database.dsn.value,
-            ...tls.values,
-          },
+          secrets: { [`${database.dsn.source.secretName}/${database.dsn.source.key}`]: database.dsn.value },
         })
       : undefined;
   const objects = desiredChildren(cluster, ctx, plan);
@@ -269,11 +283,11 @@ async function reconcile(key: ObjectKey, ctx: ReconcileContext): Promise<Reconci
     (await ctx.kube.get(runtimeRef))) as (KubeObject & { status?: DeploymentStatus }) | undefined;
   const rollout = observeRollout(deployment, replicasOf(cluster));
 
-  const { admin, client } = await observeAdmin(cluster, ctx, auth, rollout.ready);
+  const { admin, client } = await observeAdmin(cluster, ctx, auth, tls, rollout.ready);
   if (!admin.ok) log.debug({ reason: admin.reason, message: admin.message }, 'admin API not ready');
 
   const kafka = await observeKafka(cluster, ctx, client, plan, kafkaRecord);
-  const observability = await observabilityAnswers(cluster, ctx, auth, rollout.ready);
+  const observability = await observabilityAnswers(cluster, ctx, auth, tls, rollout.ready);
 
   const next = nextStatus(
     previous,

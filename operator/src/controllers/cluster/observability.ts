@@ -4,7 +4,10 @@ import type { ReconcileContext } from '../../reconcile/types.ts';
 import { namespaceOf } from '../../specs/meta.ts';
 import { clusterNames } from '../../specs/names.ts';
 import { serviceEnabled, type Endpoints } from '../../specs/settings.ts';
+import { httpCall } from '../../admin-client/transport.ts';
+import { httpScheme } from '../../specs/tls.ts';
 import type { AuthResolution } from './auth.ts';
+import type { TlsResolution } from './tls.ts';
 
 /** How long the readiness probe of the observability listener may take. */
 const PROBE_TIMEOUT_MS = 3_000;
@@ -18,22 +21,29 @@ export async function observabilityAnswers(
   cluster: Cluster,
   ctx: ReconcileContext,
   auth: AuthResolution,
+  tls: TlsResolution,
   readyPods: number,
 ): Promise<boolean> {
-  if (!serviceEnabled(cluster, 'observability') || readyPods < 1 || auth.state === 'blocked') return false;
+  if (!serviceEnabled(cluster, 'observability') || readyPods < 1 || auth.state === 'blocked' || !tls.ok) return false;
   const url = ctx.serviceUrl(
     namespaceOf(cluster),
     clusterNames.service(cluster.metadata.name, 'observability'),
     LISTENER_PORTS.observability,
+    httpScheme(cluster, 'observability'),
   );
   try {
-    const res = await fetch(`${url}/ready`, {
-      headers: auth.state === 'ready' ? { authorization: `Bearer ${auth.token}` } : {},
-      signal: AbortSignal.timeout(PROBE_TIMEOUT_MS),
-    });
-    await res.body?.cancel();
+    const res = await httpCall(
+      `${url}/ready`,
+      {
+        method: 'GET',
+        headers: auth.state === 'ready' ? { authorization: `Bearer ${auth.token}` } : {},
+        signal: AbortSignal.timeout(PROBE_TIMEOUT_MS),
+      },
+      tls.observability,
+    );
     return res.status === 200;
   } catch {
+    // Unreachable, refused or not trusted: the endpoint is not published, which is all a probe can say.
     return false;
   }
 }

@@ -5,7 +5,9 @@ import { findCondition } from '../../reconcile/conditions.ts';
 import type { ReconcileContext } from '../../reconcile/types.ts';
 import { TOKEN_KEY, clusterNames } from '../../specs/names.ts';
 import type { ClusterObject } from './objects.ts';
-import { readSecretKey } from './secrets.ts';
+import { httpScheme } from '../../specs/tls.ts';
+import { clusterClientTls } from './cluster-tls.ts';
+import { readSecretKey, type Secret } from './secrets.ts';
 
 /*
  * Where the admin API of the runtime a Deployment or Subscription talks to is, and the bearer token to use: a Cluster
@@ -120,9 +122,28 @@ export async function resolveAdminTarget(
       };
     }
   }
-  const url = ctx.serviceUrl(namespace, clusterNames.service(name, 'admin'), LISTENER_PORTS.admin);
+  const url = ctx.serviceUrl(
+    namespace,
+    clusterNames.service(name, 'admin'),
+    LISTENER_PORTS.admin,
+    httpScheme(cluster, 'admin'),
+  );
+  const tls = await clusterClientTls(cluster, 'admin', (secretName) =>
+    ctx.kube.get<Secret>({ apiVersion: 'v1', kind: 'Secret', namespace, name: secretName }),
+  );
+  if (!tls.ok) {
+    // The Cluster controller waits for the same Secret; until it exists the Cluster is not usable.
+    return {
+      ok: false,
+      reason: 'ClusterNotReady',
+      message: `TLS of the admin API of Cluster ${namespace}/${name}: ${tls.problem.message}`,
+      cluster,
+      clusterGone: false,
+    };
+  }
+  const secured: AdminTarget = tls.tls === undefined ? { url } : { url, tls: tls.tls };
   const secret = clusterTokenSecret(cluster);
-  if (secret === undefined) return { ok: true, target: { url }, cluster };
+  if (secret === undefined) return { ok: true, target: secured, cluster };
   const token = await readSecretKey(ctx.kube, namespace, secret.name, secret.key);
   if (!token.found) {
     // The Cluster controller creates the token Secret; until it exists the Cluster is not usable.
@@ -134,5 +155,5 @@ export async function resolveAdminTarget(
       clusterGone: false,
     };
   }
-  return { ok: true, target: { url, token: token.value.trim() }, cluster };
+  return { ok: true, target: { ...secured, token: token.value.trim() }, cluster };
 }

@@ -1,9 +1,17 @@
 import type { Kube } from '../../kube/port.ts';
 import type { KubeObject } from '../../kube/types.ts';
 
-interface Secret extends KubeObject {
+export interface Secret extends KubeObject {
   data?: Record<string, string>;
   stringData?: Record<string, string>;
+}
+
+/** One key of a Secret, decoded; undefined when the key is absent. */
+export function decodedKey(secret: Secret, key: string): string | undefined {
+  const encoded = secret.data?.[key];
+  if (encoded !== undefined) return Buffer.from(encoded, 'base64').toString('utf8');
+  // The API server folds stringData into data; in-memory stores may keep it as written.
+  return secret.stringData?.[key];
 }
 
 export type SecretKeyValue =
@@ -13,10 +21,7 @@ export type SecretKeyValue =
 export async function readSecretKey(kube: Kube, namespace: string, name: string, key: string): Promise<SecretKeyValue> {
   const secret = await kube.get<Secret>({ apiVersion: 'v1', kind: 'Secret', namespace, name });
   if (secret === undefined) return { found: false, message: `Secret ${namespace}/${name} not found` };
-  const encoded = secret.data?.[key];
-  if (encoded !== undefined) return { found: true, value: Buffer.from(encoded, 'base64').toString('utf8') };
-  // The API server folds stringData into data; in-memory stores may keep it as written.
-  const plain = secret.stringData?.[key];
-  if (plain !== undefined) return { found: true, value: plain };
+  const value = decodedKey(secret, key);
+  if (value !== undefined) return { found: true, value };
   return { found: false, message: `Secret ${namespace}/${name} has no key "${key}"` };
 }

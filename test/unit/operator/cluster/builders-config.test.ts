@@ -133,12 +133,41 @@ describe('runtime ConfigMap', () => {
 
 describe('the runtime reads what the pods get', () => {
   it('knows every variable the operator sets, and the operator keeps their file keys out of ratchet.toml', () => {
-    const names = operatorEnv(cluster({ tls: { introspection: { name: 't' } } }))
+    const tls = { secretRef: { name: 's' }, ingress: { name: 'i' }, introspection: { name: 't' } };
+    const names = [
+      ...operatorEnv(cluster({ tls: { ...tls, clientAuth: { caSecretRef: { name: 'ca' } } } })),
+      ...operatorEnv(cluster({ tls: { ...tls, clientAuth: { caSecretRef: { name: 'ca' }, listeners: ['admin'] } } })),
+    ]
       .map((e) => e.name)
       .filter((name) => name !== 'RATCHET_CONFIG');
     const settings: Readonly<Record<string, string>> = SETTINGS;
     expect(names.filter((name) => settings[name] === undefined)).toEqual([]);
     expect(names.map((name) => settings[name]).filter((key) => !OPERATOR_OWNED_CONFIG_KEYS.has(key!))).toEqual([]);
+  });
+
+  it('gives every listener the TLS files spec.tls names, as the runtime resolves them', () => {
+    const env: Record<string, string> = { RATCHET_DATABASE_URL: 'postgres://ratchet:pw@db:5432/ratchet' };
+    const spec = {
+      tls: {
+        secretRef: { name: 'shared' },
+        observability: { name: 'obs' },
+        clientAuth: { caSecretRef: { name: 'ca' }, listeners: ['ingress' as const, 'observability' as const] },
+      },
+    };
+    for (const e of runtimeContainer(spec).env ?? []) if (e.value !== undefined) env[e.name] = e.value;
+    delete env['RATCHET_CONFIG'];
+    const config = loadConfig({ env, cwd: '/' });
+    const shared = { certFile: '/etc/ratchet/tls/shared/tls.crt', keyFile: '/etc/ratchet/tls/shared/tls.key' };
+    const ca = '/etc/ratchet/tls/client-ca/ca.crt';
+    expect(config.ingress.tls).toEqual({ ...shared, clientCaFile: ca });
+    expect(config.admin.tls).toEqual({ ...shared, clientCaFile: undefined });
+    expect(config.observability.tls).toEqual({
+      certFile: '/etc/ratchet/tls/observability/tls.crt',
+      keyFile: '/etc/ratchet/tls/observability/tls.key',
+      clientCaFile: ca,
+    });
+    // The SQL listener falls back to the shared pair.
+    expect(config.introspection.tls).toEqual(shared);
   });
 
   it("loads the operator's environment and rendered file without complaint", async () => {

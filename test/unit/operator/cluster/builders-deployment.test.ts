@@ -171,6 +171,68 @@ describe('runtime Deployment', () => {
     });
   });
 
+  it('mounts each TLS Secret as a whole directory and points the runtime at it (shared, per listener, client CA)', () => {
+    const c = deployment({
+      tls: {
+        secretRef: { name: 'ratchet-tls' },
+        admin: { name: 'admin-tls' },
+        clientAuth: { caSecretRef: { name: 'ratchet-tls' }, listeners: ['admin', 'observability'] },
+      },
+      pod: {
+        extraVolumes: [
+          { name: 'tls', emptyDir: {} },
+          { name: 'mine', emptyDir: {} },
+        ],
+      },
+    });
+    const pod = c.spec.template.spec;
+    const tlsVolumes = pod.volumes?.filter((v) => v.secret !== undefined);
+    // No subPath and no per-key projection of the key pairs: the kubelet swaps a renewed certificate's files in place.
+    expect(tlsVolumes).toEqual([
+      { name: 'tls', secret: { secretName: 'ratchet-tls', defaultMode: 0o440 } },
+      { name: 'admin-tls', secret: { secretName: 'admin-tls', defaultMode: 0o440 } },
+      {
+        name: 'client-ca',
+        secret: { secretName: 'ratchet-tls', defaultMode: 0o440, items: [{ key: 'ca.crt', path: 'ca.crt' }] },
+      },
+    ]);
+    // A user volume named like an operator one is dropped; others stay.
+    expect(pod.volumes?.filter((v) => v.name === 'tls')).toHaveLength(1);
+    expect(pod.volumes?.map((v) => v.name)).toContain('mine');
+    const container = pod.containers[0]!;
+    expect(container.volumeMounts?.filter((m) => m.mountPath.startsWith('/etc/ratchet/tls/'))).toEqual([
+      { name: 'tls', mountPath: '/etc/ratchet/tls/shared', readOnly: true },
+      { name: 'admin-tls', mountPath: '/etc/ratchet/tls/admin', readOnly: true },
+      { name: 'client-ca', mountPath: '/etc/ratchet/tls/client-ca', readOnly: true },
+    ]);
+    expect(container.volumeMounts?.some((m) => 'subPath' in m)).toBe(false);
+    expect(container.env?.filter((e) => /^RATCHET_(\w+_)?TLS_/.test(e.name))).toEqual([
+      { name: 'RATCHET_TLS_CERT', value: '/etc/ratchet/tls/shared/tls.crt' },
+      { name: 'RATCHET_TLS_KEY', value: '/etc/ratchet/tls/shared/tls.key' },
+      { name: 'RATCHET_ADMIN_TLS_CERT', value: '/etc/ratchet/tls/admin/tls.crt' },
+      { name: 'RATCHET_ADMIN_TLS_KEY', value: '/etc/ratchet/tls/admin/tls.key' },
+      { name: 'RATCHET_ADMIN_TLS_CLIENT_CA', value: '/etc/ratchet/tls/client-ca/ca.crt' },
+      { name: 'RATCHET_OBSERVABILITY_TLS_CLIENT_CA', value: '/etc/ratchet/tls/client-ca/ca.crt' },
+    ]);
+    // Client certificates on every HTTPS listener: one shared variable, and the CA from its own key.
+    const everywhere = envOf({
+      tls: { secretRef: { name: 'ratchet-tls' }, clientAuth: { caSecretRef: { name: 'clients', key: 'bundle.pem' } } },
+    });
+    expect(everywhere['RATCHET_TLS_CLIENT_CA']).toEqual({
+      name: 'RATCHET_TLS_CLIENT_CA',
+      value: '/etc/ratchet/tls/client-ca/ca.crt',
+    });
+    expect(Object.keys(everywhere).filter((n) => n.endsWith('_TLS_CLIENT_CA'))).toEqual(['RATCHET_TLS_CLIENT_CA']);
+  });
+
+  it('rolls the pods when a TLS Secret is renamed, not when its certificate is renewed', () => {
+    // The certificate's bytes are not an input of the pod template at all: only the Secret's name is.
+    const before = deployment({ tls: { secretRef: { name: 'ratchet-tls' } } });
+    expect(deployment({ tls: { secretRef: { name: 'ratchet-tls' } } })).toEqual(before);
+    const renamed = deployment({ tls: { secretRef: { name: 'ratchet-tls-v2' } } });
+    expect(renamed.spec.template).not.toEqual(before.spec.template);
+  });
+
   it('names the five listener ports and probes the metrics listener', () => {
     const c = runtimeContainer();
     expect(c.ports).toEqual([

@@ -75,6 +75,28 @@ describe('Services', () => {
       introspection: 'postgres://demo-introspection.apps.svc:9071',
     });
   });
+
+  it('says https for the listeners serving TLS, to clients and to meshes (appProtocol)', () => {
+    const tls = cluster({ tls: { admin: { name: 'admin-tls' }, observability: { name: 'obs-tls' } } });
+    expect(clusterEndpoints(tls)).toEqual({
+      ingress: 'http://demo-ingress.apps.svc:8080',
+      admin: 'https://demo-admin.apps.svc:9070',
+      introspection: 'postgres://demo-introspection.apps.svc:9071',
+      observability: 'https://demo-observability.apps.svc:3100',
+    });
+    const all = cluster({ tls: { secretRef: { name: 'tls' } } });
+    expect(Object.values(clusterEndpoints(all)).filter((url) => url.startsWith('https://'))).toHaveLength(3);
+    const protocols = Object.fromEntries(
+      buildServices(all).map((s) => [s.metadata.name, s.spec.ports[0]!.appProtocol]),
+    );
+    expect(protocols).toEqual({
+      'demo-ingress': 'https',
+      'demo-admin': 'https',
+      'demo-introspection': 'postgresql',
+      'demo-observability': 'https',
+      'demo-metrics': 'http',
+    });
+  });
 });
 
 describe('PodDisruptionBudget', () => {
@@ -283,6 +305,16 @@ describe('wanted children and watches', () => {
     const b = cluster({}, 'b');
     const other = { ...cluster({}, 'c'), metadata: { ...cluster({}, 'c').metadata, namespace: 'elsewhere' } };
     expect(referencedSecrets(a)).toEqual(['a-token', 'kafka-creds', 'my-key', 'pg-app', 'tls']);
+    const withTls = cluster({
+      tls: {
+        secretRef: { name: 'tls' },
+        admin: { name: 'admin-tls' },
+        clientAuth: { caSecretRef: { name: 'client-ca' }, operatorSecretRef: { name: 'operator-cert' } },
+      },
+    });
+    expect(referencedSecrets(withTls)).toEqual(
+      expect.arrayContaining(['tls', 'admin-tls', 'client-ca', 'operator-cert']),
+    );
     const secretWatch = clusterWatches.find((w) => w.kind === 'Secret')!;
     const secret = (name: string, owner?: string): KubeObject => ({
       apiVersion: 'v1',

@@ -65,10 +65,10 @@ export class Harness {
     admin: this.admin.factory,
     now: () => this.clock,
     log: silentLogger(),
-    serviceUrl: (namespace, service, port) =>
+    serviceUrl: (namespace, service, port, scheme = 'http') =>
       service.endsWith('-observability')
         ? `http://127.0.0.1:${(observabilityServer.address() as AddressInfo).port}`
-        : `http://${service}.${namespace}.svc:${port}`,
+        : `${scheme}://${service}.${namespace}.svc:${port}`,
     operatorNamespace: OPERATOR_NAMESPACE,
   };
 

@@ -31,6 +31,7 @@ const EXPECTED_RULES = {
   Cluster: [
     ['.spec.database', 'exactly one of secretRef, cnpg, bundled must be set (database source)'],
     ['.spec.database.bundled.storageClassName', 'storageClassName is immutable'],
+    ['.spec.tls', "clientAuth needs TLS on each of its listeners (secretRef, or the listener's own Secret)"],
   ],
   Deployment: [
     ['.spec', 'exactly one of clusterRef, adminUrl must be set (target runtime)'],
@@ -113,6 +114,34 @@ describe('CEL rules evaluated', () => {
         expect(errors.includes(rule)).toBe(chosen.length !== 1);
         if (chosen.length === 1) expect(errors).toEqual([]);
       }),
+    );
+  });
+
+  it('Cluster.spec.tls: clientAuth only on listeners that serve TLS, by secretRef or their own Secret', () => {
+    const listeners = ['ingress', 'admin', 'observability'] as const;
+    fc.assert(
+      fc.property(
+        fc.boolean(),
+        fc.subarray([...listeners]),
+        fc.option(fc.subarray([...listeners], { minLength: 1 }), { nil: undefined }),
+        (shared, own, verified) => {
+          const tls: JsonObject = { clientAuth: { caSecretRef: { name: 'ca' } } };
+          if (verified !== undefined) (tls['clientAuth'] as JsonObject)['listeners'] = verified;
+          if (shared) tls['secretRef'] = { name: 'tls' };
+          for (const l of own) tls[l] = { name: `${l}-tls` };
+          const errors = validators.Cluster.errors(cluster({ database: { bundled: {} }, tls }));
+          // The API server applies the default (all three) before the rule runs.
+          const valid = shared || (verified ?? listeners).every((l) => own.includes(l));
+          expect(errors, JSON.stringify(tls)).toEqual(
+            valid
+              ? []
+              : ["spec.tls: clientAuth needs TLS on each of its listeners (secretRef, or the listener's own Secret)"],
+          );
+        },
+      ),
+    );
+    expect(validators.Cluster.errors(cluster({ database: { bundled: {} }, tls: { secretRef: { name: 't' } } }))).toEqual(
+      [],
     );
   });
 
