@@ -162,7 +162,8 @@ describe('operator end to end: a Cluster rolled under load', () => {
         replicas: REPLICAS,
         database: { secretRef: { name: 'main-db' } },
         // A config value: the ConfigMap changes, so does the pods' config hash, and the Deployment rolls.
-        config: { storage: { 'cleanup-interval': cleanupInterval } },
+        // The rollout is checked under steady load, far above a managed cluster's default ingress limit.
+        config: { storage: { 'cleanup-interval': cleanupInterval }, ingress: { 'rate-limit': 'off' } },
         pod: { shutdownDelaySeconds: 1 },
       },
     };

@@ -111,6 +111,8 @@ export class RequestRouter {
       keepAlive: true,
       maxSockets: 256,
       ca: own.ca === undefined ? [own.cert] : [own.cert, own.ca],
+      // A CA-issued certificate (cert-manager's) is a trust anchor itself: the issuing CA need not be configured.
+      allowPartialTrustChain: true,
       ...(own.requestCert ? { cert: own.cert, key: own.key } : {}),
       // Peers are addressed by their advertised address, which the certificate need not name: a peer presenting this
       // cluster's very certificate (verified against the chain above) is the peer; otherwise the usual name check.

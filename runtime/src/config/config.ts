@@ -177,17 +177,18 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
 
   const keysFile = optionalPath(read.raw('RATCHET_AUTH_KEYS_FILE'), cwd);
   // Managed mode (access tokens) takes the specification's 36 000 requests per hour unless told otherwise.
-  const ingressPerHour = read.string(
-    'RATCHET_INGRESS_RATE_LIMIT',
-    keysFile === undefined ? 'off' : '36000/h',
-    (raw, value) => {
-      try {
-        parseRateLimit(value);
-      } catch (err) {
-        throw invalid(raw, (err as Error).message);
-      }
-    },
-  );
+  // `off` unquoted in YAML (a Cluster's spec.config) arrives as the boolean false: it means off too.
+  const rawLimit = read.raw('RATCHET_INGRESS_RATE_LIMIT');
+  const ingressPerHour =
+    rawLimit?.value === false
+      ? 'off'
+      : read.string('RATCHET_INGRESS_RATE_LIMIT', keysFile === undefined ? 'off' : '36000/h', (raw, value) => {
+          try {
+            parseRateLimit(value);
+          } catch (err) {
+            throw invalid(raw, (err as Error).message);
+          }
+        });
   const perHour = parseRateLimit(ingressPerHour);
   const ingressLimit =
     perHour === undefined

@@ -338,6 +338,25 @@ describe('loadConfig errors name the offending key (RT0002)', () => {
     expect(config.invoker).toMatchObject({ minProtocolVersion: 6, maxProtocolVersion: 7 });
   });
 
+  it("reads the ingress limit: off in dev mode, 36000/h in managed mode, YAML's unquoted off (false) as off", () => {
+    expect(loadConfig({ env: {} }).ingress.limit).toBeUndefined();
+    expect(loadConfig({ env: { RATCHET_AUTH_KEYS_FILE: '/keys.json' } }).ingress.limit).toEqual({
+      perHour: 36_000,
+      burst: 600,
+    });
+    expect(
+      loadConfig({ env: { RATCHET_INGRESS_RATE_LIMIT: '10/s', RATCHET_INGRESS_RATE_BURST: '5' } }).ingress.limit,
+    ).toEqual({
+      perHour: 36_000,
+      burst: 5,
+    });
+    const file = configFile('[ingress]\nrate-limit = false\n');
+    expect(
+      loadConfig({ env: { RATCHET_AUTH_KEYS_FILE: '/keys.json' }, configFile: file }).ingress.limit,
+    ).toBeUndefined();
+    expect(failure({ RATCHET_INGRESS_RATE_LIMIT: '100' }).message).toMatch(/expected <requests>\/<s\|m\|h>/);
+  });
+
   it('reads HTTPS files per listener or shared, and refuses half a pair', () => {
     const shared = loadConfig({
       env: {
