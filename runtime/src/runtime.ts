@@ -404,7 +404,7 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
       engine,
       registry,
       logger,
-      requestSizeLimit: 32 * 1024 * 1024,
+      requestSizeLimit: config.ingress.maxBodyBytes,
       auth,
       router,
       tracer: observability.ingressTracer,
@@ -444,9 +444,13 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
         app.server.keepAliveTimeout = Math.max(1000, Math.min(72_000, config.cluster.shutdownDelayMs - 500));
       }
     }
-    const ingressBound = await listen(ingress, config.ingress.bind, 'ingress', cleanups, logger);
-    const adminBound = await listen(admin, config.admin.bind, 'admin', cleanups, logger);
-    const metricsBound = await listen(probes, config.metrics.bind, 'metrics', cleanups, logger);
+    const httpLimits = {
+      config: config.http,
+      count: (listener: string, reason: string) => metrics.httpRefused.inc({ listener, reason }),
+    };
+    const ingressBound = await listen(ingress, config.ingress.bind, 'ingress', cleanups, logger, httpLimits);
+    const adminBound = await listen(admin, config.admin.bind, 'admin', cleanups, logger, httpLimits);
+    const metricsBound = await listen(probes, config.metrics.bind, 'metrics', cleanups, logger, httpLimits);
     // The Loki- and Tempo-compatible API on 3100, over the cluster's store (only with the store on).
     const observabilityBound =
       observability.logs === undefined || observability.spans === undefined
@@ -464,6 +468,7 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
             'observability',
             cleanups,
             logger,
+            httpLimits,
           );
     const sql = await startPgWireListener({
       config: config.introspection,

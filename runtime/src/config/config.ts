@@ -212,6 +212,13 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
       bind: read.bind('RATCHET_INGRESS_BIND', { host: '127.0.0.1', port: 8080 }),
       tls: ownTls('INGRESS'),
       limit: ingressLimit,
+      maxBodyBytes: read.size('RATCHET_INGRESS_MAX_BODY_SIZE', '32 MiB', { min: 1, max: 2 ** 31 - 1 }),
+    },
+    http: {
+      maxHeaderBytes: read.size('RATCHET_HTTP_MAX_HEADER_SIZE', '16 KiB', { min: 1024, max: 1024 * 1024 }),
+      headersTimeoutMs: read.duration('RATCHET_HTTP_HEADERS_TIMEOUT', '30s', { min: 1, max: MAX_SAFE_MS }),
+      requestTimeoutMs: read.duration('RATCHET_HTTP_REQUEST_TIMEOUT', '5m', { min: 1, max: MAX_SAFE_MS }),
+      maxConnections: read.integer('RATCHET_HTTP_MAX_CONNECTIONS', 10_000, { min: 1, max: 1_000_000 }),
     },
     admin: { bind: adminBind, tls: ownTls('ADMIN') },
     introspection: {

@@ -35,6 +35,18 @@ export interface ListenerConfig {
   readonly tls?: TlsFilesConfig | undefined;
 }
 
+/** Limits every HTTP listener (ingress, admin, observability, metrics) applies to its clients. */
+export interface HttpLimitsConfig {
+  /** Largest request head (request line and headers); larger is refused with 431. */
+  readonly maxHeaderBytes: number;
+  /** Time a client has to send the request head (408 after it). */
+  readonly headersTimeoutMs: number;
+  /** Time a client has to send the whole request, body included (408 after it). */
+  readonly requestTimeoutMs: number;
+  /** Connections open at once per listener; more are closed at once. */
+  readonly maxConnections: number;
+}
+
 /** The cluster-wide ingress limit (specification section 8); undefined = no limit. */
 export interface IngressLimitConfig {
   readonly perHour: number;
@@ -43,6 +55,8 @@ export interface IngressLimitConfig {
 
 export interface IngressConfig extends ListenerConfig {
   readonly limit?: IngressLimitConfig | undefined;
+  /** Largest request body the ingress reads (413 above). */
+  readonly maxBodyBytes: number;
 }
 
 /** The observability listener (3100) and the log and trace store behind it; see `observability/README.md`. */
@@ -192,6 +206,7 @@ export interface Config {
   readonly introspection: IntrospectionConfig;
   readonly observability: ObservabilityConfig;
   readonly metrics: ListenerConfig;
+  readonly http: HttpLimitsConfig;
   readonly log: LogConfig;
   readonly invoker: InvokerConfig;
   readonly defaultRetryPolicy: RetryPolicyConfig;
@@ -216,6 +231,11 @@ export const SETTINGS = {
   RATCHET_DATABASE_POOL_SIZE: 'database.pool-size',
   RATCHET_INGRESS_BIND: 'ingress.bind',
   RATCHET_INGRESS_RATE_LIMIT: 'ingress.rate-limit',
+  RATCHET_INGRESS_MAX_BODY_SIZE: 'ingress.max-body-size',
+  RATCHET_HTTP_MAX_HEADER_SIZE: 'http.max-header-size',
+  RATCHET_HTTP_HEADERS_TIMEOUT: 'http.headers-timeout',
+  RATCHET_HTTP_REQUEST_TIMEOUT: 'http.request-timeout',
+  RATCHET_HTTP_MAX_CONNECTIONS: 'http.max-connections',
   RATCHET_INGRESS_RATE_BURST: 'ingress.rate-burst',
   RATCHET_ADMIN_BIND: 'admin.bind',
   RATCHET_INTROSPECTION_BIND: 'introspection.bind',

@@ -5,6 +5,7 @@ import Fastify, {
   type FastifyRequest,
   type FastifyServerOptions,
 } from 'fastify';
+import { formatSize } from '../config/units.ts';
 import { tlsServerOptions } from '../listeners/serve.ts';
 import { IngressLimitError } from './limit-hook.ts';
 import { AuthError } from '../auth/errors.ts';
@@ -64,7 +65,15 @@ export function buildIngressApp(deps: IngressDeps): FastifyInstance {
       reply.header('www-authenticate', err.challenge);
       return sendError(reply, err.status, err.message, 'ingress');
     }
-    if (err.statusCode === 413) return sendError(reply, 413, 'request body is too large', 'ingress');
+    if (err.statusCode === 413) {
+      return sendError(
+        reply,
+        413,
+        `request body is too large: the ingress reads at most ${formatSize(deps.requestSizeLimit)} ` +
+          '(RATCHET_INGRESS_MAX_BODY_SIZE)',
+        'ingress',
+      );
+    }
     if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) {
       return sendError(reply, err.statusCode, err.message, 'ingress');
     }

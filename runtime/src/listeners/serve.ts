@@ -3,6 +3,8 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { formatBindAddress, type BindAddress } from '../config/bind-address.ts';
 import { BindError } from '../errors/config-errors.ts';
+import type { HttpLimitsConfig } from '../config/config.ts';
+import { applyHttpLimits, type CountRefusal } from './limits.ts';
 import type { ListenerTls } from './tls.ts';
 
 /**
@@ -20,7 +22,9 @@ export async function listen(
   listener: string,
   cleanups: (() => Promise<void>)[],
   logger: Logger,
+  limits?: { config: HttpLimitsConfig; count: CountRefusal },
 ): Promise<BindAddress> {
+  if (limits !== undefined) applyHttpLimits(app, listener, limits.config, limits.count);
   // An HTTP/2 server (the ingress over TLS) has no idle-connection reaping: its sessions are closed one by one.
   const sessions = new Set<Http2Session>();
   app.server.on('session', (session: Http2Session) => {

@@ -89,6 +89,12 @@ export function createMetrics() {
         }
       },
     }),
+    httpRefused: new Counter({
+      name: 'ratchet_http_refused_total',
+      help: 'Requests and connections an HTTP listener refused for a limit, by listener and reason.',
+      labelNames: ['listener', 'reason'] as const,
+      registers: [registry],
+    }),
     ingressLimit: new Counter({
       name: 'ratchet_ingress_limit_requests_total',
       help: "Ingress requests counted against the cluster's request budget, by result (admitted or refused with 429).",
