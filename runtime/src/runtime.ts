@@ -477,6 +477,7 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
       refreshAccess: () => ensureIntrospectionAccess(pool, databaseUrl, logger),
       auth,
       logger,
+      onRefused: (reason) => metrics.introspectionRefused.inc({ reason }),
     });
     cleanups.push(() => sql.stop());
 

@@ -199,6 +199,8 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
           burst: read.integer('RATCHET_INGRESS_RATE_BURST', Math.max(1, Math.ceil(perHour / 60)), { min: 1 }),
         };
 
+  const introspectionMaxSessions = read.integer('RATCHET_INTROSPECTION_MAX_SESSIONS', 32, { min: 1, max: 10_000 });
+
   const config: Config = {
     clusterName,
     nodeName,
@@ -232,7 +234,14 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
           : { certFile: sharedListenerTls.certFile, keyFile: sharedListenerTls.keyFile }),
       // PostgreSQL's statement_timeout is an int of milliseconds.
       statementTimeoutMs: read.duration('RATCHET_INTROSPECTION_STATEMENT_TIMEOUT', '30s', { min: 1, max: 2 ** 31 - 1 }),
-      maxSessions: read.integer('RATCHET_INTROSPECTION_MAX_SESSIONS', 32, { min: 1, max: 10_000 }),
+      maxSessions: introspectionMaxSessions,
+      // In managed mode half of them by default: one access token (a busy tool, a leaked token) cannot take every
+      // session. Dev mode has one user: all of them.
+      maxSessionsPerUser: read.integer(
+        'RATCHET_INTROSPECTION_MAX_SESSIONS_PER_USER',
+        keysFile === undefined ? introspectionMaxSessions : Math.max(1, Math.ceil(introspectionMaxSessions / 2)),
+        { min: 1, max: 10_000 },
+      ),
       rowLimit: read.integer('RATCHET_INTROSPECTION_ROW_LIMIT', 10_000, { min: 1, max: 10_000_000 }),
     },
     observability: {

@@ -86,6 +86,8 @@ export interface IntrospectionConfig extends ListenerConfig {
   readonly statementTimeoutMs: number;
   /** Most SQL sessions at once in this process (each holds one PostgreSQL connection); more are refused (53300). */
   readonly maxSessions: number;
+  /** Sessions one client (an access token, or a user name) may hold at once. */
+  readonly maxSessionsPerUser: number;
   /** Most rows one `POST /query` answer may hold; a statement returning more is refused (400), never cut. */
   readonly rowLimit: number;
 }
@@ -232,6 +234,7 @@ export const SETTINGS = {
   RATCHET_INGRESS_BIND: 'ingress.bind',
   RATCHET_INGRESS_RATE_LIMIT: 'ingress.rate-limit',
   RATCHET_INGRESS_MAX_BODY_SIZE: 'ingress.max-body-size',
+  RATCHET_INTROSPECTION_MAX_SESSIONS_PER_USER: 'introspection.max-sessions-per-user',
   RATCHET_HTTP_MAX_HEADER_SIZE: 'http.max-header-size',
   RATCHET_HTTP_HEADERS_TIMEOUT: 'http.headers-timeout',
   RATCHET_HTTP_REQUEST_TIMEOUT: 'http.request-timeout',

@@ -95,6 +95,12 @@ export function createMetrics() {
       labelNames: ['listener', 'reason'] as const,
       registers: [registry],
     }),
+    introspectionRefused: new Counter({
+      name: 'ratchet_introspection_sessions_refused_total',
+      help: 'SQL sessions refused for a limit (53300), by reason (max_sessions, max_sessions_per_user).',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+    }),
     ingressLimit: new Counter({
       name: 'ratchet_ingress_limit_requests_total',
       help: "Ingress requests counted against the cluster's request budget, by result (admitted or refused with 429).",

@@ -90,6 +90,36 @@ describe('many sessions', () => {
     await invokeEcho('after');
   });
 
+  it('refuses a client over its own session limit with 53300 naming the setting, and counts it', async () => {
+    let refusals = 0;
+    const small = await startListener(
+      access,
+      {
+        RATCHET_INTROSPECTION_MAX_SESSIONS: '10',
+        RATCHET_INTROSPECTION_MAX_SESSIONS_PER_USER: '2',
+      },
+      undefined,
+      () => (refusals += 1),
+    );
+    try {
+      const clients = await Promise.all([1, 2].map(() => connectClient(small)));
+      const third = await connectClient(small).then(
+        () => 'connected',
+        (err: Error & { code?: string }) => `${err.code}: ${err.message}`,
+      );
+      expect(third).toMatch(
+        /^53300: too many SQL sessions for this user: at most 2 at once \(RATCHET_INTROSPECTION_MAX_SESSIONS_PER_USER\)/,
+      );
+      expect(refusals).toBe(1);
+      await clients.pop()!.end();
+      const again = await waitFor(() => connectClient(small));
+      clients.push(again);
+      await Promise.all(clients.map((c) => c.end()));
+    } finally {
+      await small.stop();
+    }
+  });
+
   it('refuses sessions over the limit with 53300 and admits again once one ends', async () => {
     const small = await startListener(access, { RATCHET_INTROSPECTION_MAX_SESSIONS: '3' });
     try {

@@ -33,6 +33,7 @@ export async function startListener(
   access: IntrospectionAccess | undefined,
   env: Record<string, string> = {},
   refreshAccess?: () => Promise<IntrospectionAccess | undefined>,
+  onRefused?: (reason: 'max_sessions' | 'max_sessions_per_user') => void,
 ): Promise<PgWireListener> {
   const config = loadConfig({
     env: {
@@ -48,6 +49,7 @@ export async function startListener(
     access,
     logger,
     ...(refreshAccess === undefined ? {} : { refreshAccess }),
+    ...(onRefused === undefined ? {} : { onRefused }),
   });
 }
 

@@ -34,6 +34,8 @@ export interface PgWireListenerOptions {
    */
   readonly auth?: Authenticator | undefined;
   readonly logger: Logger;
+  /** Counts a session refused for a limit (metrics). */
+  readonly onRefused?: (reason: 'max_sessions' | 'max_sessions_per_user') => void;
 }
 
 export interface PgWireListener {
@@ -140,6 +142,8 @@ export async function startPgWireListener(options: PgWireListenerOptions): Promi
 
   const all = new Set<Session>();
   const admitted = new Set<Session>();
+  const clientOf = new Map<Session, string>();
+  const perClient = new Map<string, number>();
   const keys = new Map<string, Session>();
   const keyOf = new Map<Session, string>();
   const context: SessionContext = {
@@ -154,9 +158,22 @@ export async function startPgWireListener(options: PgWireListenerOptions): Promi
     statementTimeoutMs: config.statementTimeoutMs,
     logger,
     admit(session) {
-      if (admitted.size >= config.maxSessions) return false;
+      if (admitted.size >= config.maxSessions) {
+        options.onRefused?.('max_sessions');
+        return false;
+      }
       admitted.add(session);
       return true;
+    },
+    admitClient(session, client) {
+      const open = perClient.get(client) ?? 0;
+      if (open >= config.maxSessionsPerUser) {
+        options.onRefused?.('max_sessions_per_user');
+        return { admitted: false, limit: config.maxSessionsPerUser };
+      }
+      perClient.set(client, open + 1);
+      clientOf.set(session, client);
+      return { admitted: true };
     },
     registerKey(processId, secretKey, session) {
       const key = `${processId}:${secretKey}`;
@@ -171,6 +188,13 @@ export async function startPgWireListener(options: PgWireListenerOptions): Promi
     },
     closed(session) {
       admitted.delete(session);
+      const client = clientOf.get(session);
+      if (client !== undefined) {
+        clientOf.delete(session);
+        const left = (perClient.get(client) ?? 1) - 1;
+        if (left <= 0) perClient.delete(client);
+        else perClient.set(client, left);
+      }
       const key = keyOf.get(session);
       if (key !== undefined) {
         keys.delete(key);

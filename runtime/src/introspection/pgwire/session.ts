@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { randomInt } from 'node:crypto';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -70,6 +71,11 @@ export interface SessionContext {
   readonly logger: Logger;
   /** Counts the session against the limit; false when the listener is full. */
   admit(session: Session): boolean;
+  /**
+   * After authentication: whether one more session of this client (a token in managed mode, else the user name) is
+   * allowed; refused sessions are closed with 53300 and `limit` in the message.
+   */
+  admitClient(session: Session, client: string): { admitted: true } | { admitted: false; limit: number };
   /** The key handed to the client: a CancelRequest carrying it cancels this session's statement. */
   registerKey(processId: number, secretKey: number, session: Session): void;
   cancel(processId: number, secretKey: number): void;
@@ -294,7 +300,15 @@ export class Session {
     }
     if (!this.ctx.admit(this)) throw fatal('53300', 'sorry, too many clients already');
 
-    await this.authenticate(reader, user, encrypted ? this.ctx.channelBinding : undefined);
+    const client = await this.authenticate(reader, user, encrypted ? this.ctx.channelBinding : undefined);
+    const perClient = this.ctx.admitClient(this, client);
+    if (!perClient.admitted) {
+      throw fatal(
+        '53300',
+        `too many SQL sessions for this ${client.startsWith('token:') ? 'access token' : 'user'}: at most ` +
+          `${perClient.limit} at once (RATCHET_INTROSPECTION_MAX_SESSIONS_PER_USER); close some first`,
+      );
+    }
 
     const backend = await this.openBackend(backendParameters(params, this.ctx.statementTimeoutMs));
     this.backend = backend;
@@ -323,7 +337,12 @@ export class Session {
     }
   }
 
-  private async authenticate(reader: HandshakeReader, user: string, channelBinding: Buffer | undefined): Promise<void> {
+  /** Authenticates the client; resolves with who it is for the per-client session limit. */
+  private async authenticate(
+    reader: HandshakeReader,
+    user: string,
+    channelBinding: Buffer | undefined,
+  ): Promise<string> {
     const known = user === this.ctx.clusterName;
     if (this.ctx.checkToken !== undefined) return this.authenticateToken(reader, user, known, this.ctx.checkToken);
     const verifier = this.ctx.verifier;
@@ -333,7 +352,7 @@ export class Session {
           hint: 'SQL introspection logs in with the cluster name as the user name',
         });
       }
-      return;
+      return `user:${user}`;
     }
     const mechanisms = channelBinding === undefined ? [SCRAM_SHA_256] : [SCRAM_SHA_256_PLUS, SCRAM_SHA_256];
     this.client.write(authenticationSasl(mechanisms));
@@ -362,6 +381,7 @@ export class Session {
       throw fatal('28P01', `password authentication failed for user "${user}"`);
     }
     this.client.write(authenticationSaslFinal(serverFinal));
+    return `user:${user}`;
   }
 
   /** Managed mode: AuthenticationCleartextPassword, the token as the password (as hosted PostgreSQL does for JWTs). */
@@ -370,7 +390,7 @@ export class Session {
     user: string,
     known: boolean,
     checkToken: (token: string) => Promise<string | undefined>,
-  ): Promise<void> {
+  ): Promise<string> {
     this.client.write(authenticationCleartextPassword());
     const message = await reader.message(MAX_AUTH_MESSAGE);
     if (message.type !== MSG.password) {
@@ -383,6 +403,8 @@ export class Session {
       this.log.info({ reason: known ? refused : 'unknown user' }, 'SQL session refused');
       throw fatal('28P01', `password authentication failed for user "${user}"`);
     }
+    // Each access token is a client of its own (never the token itself: a digest of it).
+    return `token:${createHash('sha256').update(token).digest('hex').slice(0, 32)}`;
   }
 
   private startTls(socket: Socket, secureContext: SecureContext): Promise<TLSSocket> {
