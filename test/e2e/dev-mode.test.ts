@@ -4,6 +4,7 @@ import * as restate from '@restatedev/restate-sdk';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { registerEndpoint } from '../support/registration.ts';
 import { startEndpoint, type SdkEndpoint } from '../support/sdk-endpoint.ts';
+import { REPO_ROOT } from '../support/runtime-process.ts';
 import {
   START_TIMEOUT_MS,
   isRunning,
@@ -112,6 +113,22 @@ describe('dev mode (embedded PostgreSQL)', () => {
     second.runtime.child.kill('SIGTERM');
     expect(await second.runtime.exit()).toEqual({ code: 0, signal: null });
     expect(await isRunning(secondPgPid!)).toBe(false);
+  });
+
+  it('runs as the README starts it: npm start builds the bundle (dist/runtime) and runs it, SIGTERM stops it', async () => {
+    const dataDir = await newDataDir();
+    const runtime = await spawnRuntime({ env: { RATCHET_DATA_DIR: dataDir }, command: ['npm', 'start'] });
+    await runtime.ready(START_TIMEOUT_MS);
+    await registerEndpoint(runtime, endpoint);
+    expect(await greet(runtime, 'Carol')).toEqual({ status: 200, body: 'Hello Carol!' });
+    // The compiled bundle, not the TypeScript sources, with its migrations beside it.
+    expect(await exists(join(REPO_ROOT, 'dist', 'runtime', 'main.js'))).toBe(true);
+    expect(await exists(join(REPO_ROOT, 'dist', 'runtime', 'migrations', '0001_init.sql'))).toBe(true);
+    const pgPid = await postmasterPid(dataDir);
+    runtime.child.kill('SIGTERM');
+    expect((await runtime.exit()).code).toBe(0);
+    expect(await isRunning(pgPid!)).toBe(false);
+    expect(runtime.output()).toContain('"msg":"stopped"');
   });
 
   it('stops the PostgreSQL a SIGKILLed runtime left running, then starts on the same data', async () => {
