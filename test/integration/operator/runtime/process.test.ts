@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,9 +15,12 @@ interface OperatorProcess {
   readonly output: () => string;
 }
 
-/** `node --import tsx operator/src/main.ts`: the operator itself is the child, so signals reach it directly. */
+/**
+ * The compiled operator as its image runs it (`node dist/operator/main.js`, built by `scripts/build.mjs`): the
+ * operator itself is the child, so signals reach it directly.
+ */
 function startOperator(env: Record<string, string>): OperatorProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'operator/src/main.ts'], {
+  const child = spawn(process.execPath, ['--enable-source-maps', 'dist/operator/main.js'], {
     cwd: REPO_ROOT,
     env: { ...process.env, RATCHET_OPERATOR_LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -31,13 +34,14 @@ async function get(url: string): Promise<{ status: number; body: string }> {
   return { status: res.status, body: await res.text() };
 }
 
-describe('the operator process (npm run operator) against the fake API server', () => {
+describe('the operator process (the compiled bundle) against the fake API server', () => {
   let fake: FakeKube;
   let dir: string;
   let kubeconfig: string;
   const started: OperatorProcess[] = [];
 
   beforeAll(async () => {
+    execFileSync(process.execPath, ['scripts/build.mjs', 'operator'], { cwd: REPO_ROOT, stdio: 'ignore' });
     fake = await startFakeKube({ namespaces: ['ops'] });
     dir = mkdtempSync(join(tmpdir(), 'ratchet-operator-process-'));
     kubeconfig = fake.writeKubeconfig(dir);
