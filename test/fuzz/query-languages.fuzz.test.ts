@@ -435,13 +435,9 @@ describe('Loki and Tempo API requests', () => {
       async () => {
         const port = runtime.handle.observability?.port;
         if (port === undefined) throw new Error('the runtime serves no observability API');
-        // Left out until fixed (see the fuzzing report of issue 17), each answered 503 for now: U+0000 in a TraceQL
-        // attribute value (pushed down to PostgreSQL, whose text cannot hold it), and a Tempo `start`/`end` past
-        // year 2262 (its nanoseconds overflow PostgreSQL's bigint).
-        const knownIssue = ([, url, p]: Request): boolean =>
-          /%00|\0/.test(url + Object.values(p).join('')) ||
-          (url.startsWith('/api/') &&
-            [p['start'], p['end']].some((t) => t !== undefined && /^\d+$/.test(t) && BigInt(t) >= 9_223_372_036n));
+        // Left out until fixed (see the fuzzing report of issue 17), answered 503 for now: U+0000 in a TraceQL
+        // attribute value (pushed down to PostgreSQL, whose text cannot hold it).
+        const knownIssue = ([, url, p]: Request): boolean => /%00|\0/.test(url + Object.values(p).join(''));
         await fuzzAsync(
           SURFACE,
           'api-runtime-node',

@@ -34,8 +34,8 @@ class InvalidQueryParameterError extends RatchetError {
  * restate-server refuses; Ratchet accepts it, as its specification asks). Undefined when absent.
  */
 export function parseDeploymentChoice(query: Query): DeploymentChoice | undefined {
-  const bracketed = query['deployment[Id]'] ?? query['deployment[id]'];
-  const raw = bracketed ?? query.deployment;
+  const bracketed = single(query, 'deployment[Id]') ?? single(query, 'deployment[id]');
+  const raw = bracketed ?? single(query, 'deployment');
   if (raw === undefined) return undefined;
   if (bracketed === undefined) {
     const lower = raw.toLowerCase();
@@ -146,8 +146,18 @@ class FlowControlDisabledError extends RatchetError {
 }
 
 type IdParams = { Params: InvocationParams };
-/** The raw query string: `deployment` comes in forms a query schema cannot say (see `parseDeploymentChoice`). */
-type Query = Record<string, string | undefined>;
+/**
+ * The raw query string: `deployment` comes in forms a query schema cannot say (see `parseDeploymentChoice`). A
+ * parameter given twice arrives as an array.
+ */
+type Query = Record<string, string | string[] | undefined>;
+
+/** One value of a query parameter; a repeated one is refused as axum refuses it. */
+function single(query: Query, name: string): string | undefined {
+  const value = query[name];
+  if (Array.isArray(value)) throw new InvalidQueryStringError(`duplicate field \`${name}\``);
+  return value;
+}
 
 export function invocationRoutes(engine: Engine): AdminRoutes {
   return (scope, { registry }) => {
@@ -203,7 +213,7 @@ export function invocationRoutes(engine: Engine): AdminRoutes {
 
     // Deprecated; answers 202 for any well-formed id, whatever the invocation's state (as restate does).
     scope.delete<IdParams & { Querystring: Query }>('/invocations/:id', async (req, reply) => {
-      const rawMode = req.query.mode ?? 'Cancel';
+      const rawMode = single(req.query, 'mode') ?? 'Cancel';
       const mode = DELETE_MODES[rawMode];
       if (mode === undefined) throw unsupportedDeleteMode(rawMode);
       const id = invocationParam(req.params.id);

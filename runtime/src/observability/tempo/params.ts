@@ -29,8 +29,17 @@ function unixSeconds(params: ApiParams, name: string): bigint | undefined {
       `invalid ${name}: strconv.ParseInt: parsing ${JSON.stringify(s)}: invalid syntax`,
     );
   }
-  return BigInt(s) * NS_PER_S;
+  const seconds = BigInt(s);
+  // Nanoseconds are stored as a signed 64-bit integer: the latest second they can say is in April 2262.
+  if (seconds > MAX_UNIX_SECONDS) {
+    throw new ObservabilityQueryError(
+      `invalid ${name}: strconv.ParseInt: parsing ${JSON.stringify(s)}: value out of range`,
+    );
+  }
+  return seconds * NS_PER_S;
 }
+
+const MAX_UNIX_SECONDS = 9_223_372_035n;
 
 export interface TimeRange {
   readonly startNs: bigint;
