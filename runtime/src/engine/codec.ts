@@ -143,23 +143,68 @@ export type Command =
   | { kind: 'attach'; target: InvocationTarget; completionId: number }
   | { kind: 'getOutput'; target: InvocationTarget; completionId: number };
 
+/*
+ * What a deployment sends is stored as it is read, in one group commit with other invocations' writes: a value
+ * PostgreSQL cannot hold (U+0000 in text, a time or code out of range) would fail the whole batch. Such values are
+ * refused here as protocol violations (that attempt fails with RT0012 and nothing else), or, in free text, made
+ * storable (U+0000 becomes U+FFFD).
+ */
+
+/** The latest time a JavaScript Date (and PostgreSQL's timestamptz) holds, in ms since the epoch. */
+const MAX_TIME_MS = 8_640_000_000_000_000n;
+/** Failure codes are stored as PostgreSQL integers. */
+const MAX_FAILURE_CODE = 2_147_483_647;
+/** A retry delay asked by the SDK is capped at a year. */
+const MAX_RETRY_DELAY_MS = 365 * 24 * 3600 * 1000;
+
+function checkedTime(ms: bigint, what: string): bigint {
+  if (ms > MAX_TIME_MS) throw new ProtocolViolationError(`${what} ${ms} ms is past the latest time that can be stored`);
+  return ms;
+}
+
+/** An identifier (service, handler, key, header, id): U+0000 cannot be stored, and no name holds one. */
+function checkedName<T extends string | undefined>(value: T, what: string): T {
+  if (value?.includes('\0') === true)
+    throw new ProtocolViolationError(`${what} contains U+0000, which cannot be stored`);
+  return value;
+}
+
+/** Free text (messages, stack traces): kept, with U+0000 replaced. */
+function storableText(value: string): string {
+  return value.includes('\0') ? value.replaceAll('\0', '\uFFFD') : value;
+}
+
+function inInt4(n: number | undefined): number | undefined {
+  return n !== undefined && n <= MAX_FAILURE_CODE ? n : undefined;
+}
+
+function checkedFailure(f: WireFailure): WireFailure {
+  if (f.code > MAX_FAILURE_CODE) {
+    throw new ProtocolViolationError(`failure code ${f.code} is out of range (at most ${MAX_FAILURE_CODE})`);
+  }
+  return { ...f, message: storableText(f.message) };
+}
+
 function outcomeOf(r: { kind: 'value'; value: Uint8Array } | { kind: 'failure'; failure: WireFailure }): Outcome {
   return r.kind === 'value'
     ? { kind: 'success', value: r.value }
-    : { kind: 'failure', failure: fromWireFailure(r.failure) };
+    : { kind: 'failure', failure: fromWireFailure(checkedFailure(r.failure)) };
 }
 
 function callTarget(m: CallCommandMessage | OneWayCallCommandMessage): CallTarget {
   return {
-    service: m.serviceName,
-    handler: m.handlerName,
+    service: checkedName(m.serviceName, 'the service name'),
+    handler: checkedName(m.handlerName, 'the handler name'),
     parameter: m.parameter,
-    headers: m.headers.map((h): [string, string] => [h.key, h.value]),
-    key: m.key,
-    idempotencyKey: m.idempotencyKey === '' ? undefined : m.idempotencyKey,
+    headers: m.headers.map((h): [string, string] => [
+      checkedName(h.key, 'a header name'),
+      checkedName(h.value, 'a header value'),
+    ]),
+    key: checkedName(m.key, 'the key'),
+    idempotencyKey: m.idempotencyKey === '' ? undefined : checkedName(m.idempotencyKey, 'the idempotency key'),
     invocationIdCompletionId: m.invocationIdNotificationIdx,
-    scope: m.scope === '' ? undefined : m.scope,
-    limitKey: m.limitKey === '' ? undefined : m.limitKey,
+    scope: m.scope === '' ? undefined : checkedName(m.scope, 'the scope'),
+    limitKey: m.limitKey === '' ? undefined : checkedName(m.limitKey, 'the limit key'),
   };
 }
 
@@ -189,7 +234,11 @@ export function command(type: number, payload: Uint8Array): Command {
       return { kind: 'getLazyStateKeys', completionId: decodeGetLazyStateKeysCommand(payload).resultCompletionId };
     case MessageType.SleepCommand: {
       const m = decodeSleepCommand(payload);
-      return { kind: 'sleep', wakeUpTime: m.wakeUpTime, completionId: m.resultCompletionId };
+      return {
+        kind: 'sleep',
+        wakeUpTime: checkedTime(m.wakeUpTime, 'the wake-up time'),
+        completionId: m.resultCompletionId,
+      };
     }
     case MessageType.CallCommand: {
       const m = decodeCallCommand(payload);
@@ -197,7 +246,7 @@ export function command(type: number, payload: Uint8Array): Command {
     }
     case MessageType.OneWayCallCommand: {
       const m = decodeOneWayCallCommand(payload);
-      return { kind: 'oneWayCall', ...callTarget(m), invokeTime: m.invokeTime };
+      return { kind: 'oneWayCall', ...callTarget(m), invokeTime: checkedTime(m.invokeTime, 'the invoke time') };
     }
     case MessageType.RunCommand:
       return { kind: 'run' };
@@ -205,7 +254,7 @@ export function command(type: number, payload: Uint8Array): Command {
       const m = decodeSendSignalCommand(payload);
       return {
         kind: 'sendSignal',
-        targetInvocationId: m.targetInvocationId,
+        targetInvocationId: checkedName(m.targetInvocationId, 'the target invocation id'),
         idx: m.signalId.kind === 'signal' ? m.signalId.idx : undefined,
         name: m.signalId.kind === 'signalName' ? m.signalId.name : undefined,
         result: m.result,
@@ -232,7 +281,11 @@ export function command(type: number, payload: Uint8Array): Command {
         result:
           m.completion.kind === 'value'
             ? { kind: 'success', value: m.completion.value }
-            : { kind: 'failure', code: m.completion.failure.code, message: m.completion.failure.message },
+            : {
+                kind: 'failure',
+                code: checkedFailure(m.completion.failure).code,
+                message: storableText(m.completion.failure.message),
+              },
       };
     }
     case MessageType.AttachInvocationCommand: {
@@ -316,11 +369,17 @@ export function error(payload: Uint8Array): {
 } {
   const m = decodeError(payload);
   return {
-    code: m.code,
-    message: m.message,
-    stacktrace: m.stacktrace,
-    nextRetryDelayMs: m.nextRetryDelay === undefined ? undefined : Number(m.nextRetryDelay),
+    code: Math.min(m.code, MAX_FAILURE_CODE),
+    message: storableText(m.message),
+    stacktrace: storableText(m.stacktrace),
+    nextRetryDelayMs:
+      m.nextRetryDelay === undefined ? undefined : Math.min(Number(m.nextRetryDelay), MAX_RETRY_DELAY_MS),
     behavior: m.behavior === ErrorBehavior.Pause ? 'pause' : m.behavior === ErrorBehavior.Fail ? 'fail' : 'retry',
-    related: { index: m.relatedCommandIndex, name: m.relatedCommandName, type: m.relatedCommandType },
+    // Kept as PostgreSQL integers and text: what cannot be stored is left out.
+    related: {
+      index: inInt4(m.relatedCommandIndex),
+      name: m.relatedCommandName === undefined ? undefined : storableText(m.relatedCommandName),
+      type: inInt4(m.relatedCommandType),
+    },
   };
 }

@@ -377,6 +377,12 @@ function isLeaseLost(err: unknown): boolean {
   return err instanceof pg.DatabaseError && err.code === '22P02' && err.message.includes(LEASE_LOST);
 }
 
+/** Text a deployment chose (command names, signal and promise names): PostgreSQL text cannot hold U+0000. */
+function storableText(value: string | null | undefined): string | null {
+  if (value === undefined || value === null) return null;
+  return value.includes('\0') ? value.replaceAll('\0', '\uFFFD') : value;
+}
+
 function insertJournal(rows: JournalRow[]): Stmt {
   const cols: unknown[][] = Array.from({ length: 13 }, () => new Array<unknown>(rows.length));
   rows.forEach((r, i) => {
@@ -385,14 +391,14 @@ function insertJournal(rows: JournalRow[]): Stmt {
     cols[2]![i] = r.entryType;
     cols[3]![i] = r.completionId ?? null;
     cols[4]![i] = r.signalIdx ?? null;
-    cols[5]![i] = r.signalName ?? null;
-    cols[6]![i] = r.name ?? null;
+    cols[5]![i] = storableText(r.signalName);
+    cols[6]![i] = storableText(r.name);
     cols[7]![i] = r.raw;
     cols[8]![i] = r.appendedAt;
     cols[9]![i] = r.invokedId ?? null;
     cols[10]![i] = r.invokedTarget ?? null;
     cols[11]![i] = r.sleepWakeupAt ?? null;
-    cols[12]![i] = r.promiseName ?? null;
+    cols[12]![i] = storableText(r.promiseName);
   });
   return { ...INSERT_JOURNAL, values: cols };
 }
