@@ -534,9 +534,9 @@ describe('ingress of a runtime node (PostgreSQL storage, SDK services)', () => {
   it(
     'answers every request with a 2xx or a 4xx that says why, and keeps serving',
     async () => {
-      // U+0000 in an object or workflow key is answered 503 for now (PostgreSQL text cannot hold it; see the fuzzing
-      // report of issue 17): left out until that is fixed. Short delays only: an attach to a send delayed by an hour
-      // would wait for it.
+      // U+0000 in a lookup or attach target body is still answered 503 (PostgreSQL text cannot hold it; see the
+      // fuzzing report of issue 17): left out of bodies until that is fixed. Short delays only: an attach to a send
+      // delayed by an hour would wait for it.
       const noNul = (s: string): boolean => !/%00|\0/i.test(s);
       const shortQuery = fc
         .array(
@@ -552,7 +552,7 @@ describe('ingress of a runtime node (PostgreSQL storage, SDK services)', () => {
         'runtime-node',
         fc.asyncProperty(
           method,
-          anyPath.filter(noNul),
+          anyPath,
           shortQuery,
           headers,
           body.filter((b) => noNul(Buffer.from(b).toString('latin1'))),

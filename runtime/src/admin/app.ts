@@ -6,6 +6,7 @@ import Fastify, {
   type FastifyInstance,
   type FastifyServerOptions,
 } from 'fastify';
+import { InvalidRequestFieldError } from '../errors/errors.ts';
 import { tlsServerOptions } from '../listeners/serve.ts';
 import type { ListenerTls } from '../listeners/tls.ts';
 import type { Logger } from 'pino';
@@ -137,6 +138,14 @@ export function buildAdminApp(deps: AdminDeps): FastifyInstance {
       authorize(await auth.authenticate(req.headers.authorization), 'admin');
     });
   }
+  // Names and ids end up in PostgreSQL text, which cannot hold U+0000: no path or query with one names anything.
+  app.addHook('onRequest', (req, _reply, done) => {
+    if (req.url.includes('%00')) {
+      done(new InvalidRequestFieldError('path', 'it contains U+0000 (%00), which no name or id can hold'));
+      return;
+    }
+    done();
+  });
 
   // Bodies are read raw; each route decides what it accepts, with restate's error phrases (see request.ts).
   app.removeAllContentTypeParsers();

@@ -1,6 +1,7 @@
 import type { Static, TObject, TSchema } from '@sinclair/typebox';
 import { KAFKA_CLUSTER_NAME_PATTERN } from '../config/config.ts';
 import { parseDuration, UnitFormatError } from '../config/units.ts';
+import { InvalidRequestFieldError } from '../errors/errors.ts';
 import { NotSupportedError } from '../schema/errors.ts';
 import type { ModifyServiceRequest as ServiceChanges } from '../schema/modify-service.ts';
 import type { RegisterDeploymentRequest as Registration } from '../schema/register.ts';
@@ -61,11 +62,41 @@ function describeSyntaxError(text: string, err: unknown): string {
 export function readJsonBody(contentType: string | undefined, body: Buffer | undefined): unknown {
   if (!isJsonContentType(contentType)) throw new UnsupportedMediaTypeError();
   const text = body === undefined ? '' : body.toString('utf8');
+  let value: unknown;
   try {
-    return JSON.parse(text) as unknown;
+    value = JSON.parse(text) as unknown;
   } catch (err) {
     throw new MalformedJsonBodyError(describeSyntaxError(text, err));
   }
+  // Names, keys, SQL and map values are stored or sent to PostgreSQL, whose text cannot hold U+0000.
+  if (text.includes('\\u0000')) {
+    const at = nulPath(value, '');
+    if (at !== undefined) {
+      throw new InvalidRequestFieldError(at === '' ? 'body' : at, 'it contains U+0000 (NUL), which cannot be stored');
+    }
+  }
+  return value;
+}
+
+/** The JSON path of the first string (or property name) holding U+0000. */
+function nulPath(value: unknown, path: string): string | undefined {
+  if (typeof value === 'string') return value.includes('\0') ? path : undefined;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = nulPath(value[i], `${path}[${i}]`);
+      if (found !== undefined) return found;
+    }
+    return undefined;
+  }
+  if (typeof value === 'object' && value !== null) {
+    for (const [k, v] of Object.entries(value)) {
+      const child = path === '' ? k : `${path}.${k}`;
+      if (k.includes('\0')) return child;
+      const found = nulPath(v, child);
+      if (found !== undefined) return found;
+    }
+  }
+  return undefined;
 }
 
 // ---------------------------------------------------------------------------------------------------------------------

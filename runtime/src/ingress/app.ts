@@ -99,6 +99,8 @@ async function route(deps: IngressDeps, req: FastifyRequest, reply: FastifyReply
   const url = req.originalUrl;
   const q = url.indexOf('?');
   const path = normalizePath(q < 0 ? url : url.slice(0, q));
+  // Keys, ids and names end up in PostgreSQL text, which cannot hold U+0000: no path with one names anything.
+  if (/%00/.test(path)) throw IngressErrors.nulInPath();
 
   if (req.method === 'OPTIONS') return preflight(req, reply);
 

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseDeploymentChoice } from '../../../runtime/src/admin/routes/invocations.ts';
+import { readJsonBody } from '../../../runtime/src/admin/request.ts';
+import { parseLogQL } from '../../../runtime/src/observability/logql/parse.ts';
 import { timeRange } from '../../../runtime/src/observability/tempo/params.ts';
 
 /** Inputs the fuzzers of issue 17 found answered 5xx; each is now a 4xx that says what is wrong. */
@@ -18,5 +20,17 @@ describe('fuzzing findings', () => {
     );
     expect(() => timeRange({ start: '99999999999999999999' }, 0n)).toThrow(/invalid start: .*value out of range/);
     expect(timeRange({ start: '1', end: '9223372035' }, 0n, false).endNs).toBe(9_223_372_036_000_000_000n);
+  });
+
+  it('U+0000 in an admin request body is a 400 naming the field, not a 500 from PostgreSQL', () => {
+    const body = Buffer.from('{"object_key":"a","new_state":{"k\\u0000":[1]},"metadata":{"x":"\\u0000"}}');
+    expect(() => readJsonBody('application/json', body)).toThrow(
+      "The request field 'new_state.k\u0000' is invalid. Reason: it contains U+0000 (NUL), which cannot be stored",
+    );
+    expect(readJsonBody('application/json', Buffer.from('{"a":"\\u0001"}'))).toEqual({ a: '\u0001' });
+  });
+
+  it('a LogQL json expression with a control character in a quoted field is a parse error, not a SyntaxError', () => {
+    expect(() => parseLogQL('{a="b"} | json y=`a["\nb"]`')).toThrow(/invalid JSON expression/);
   });
 });

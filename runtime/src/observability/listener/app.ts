@@ -102,6 +102,14 @@ export function buildObservabilityApp(deps: ObservabilityAppDeps): FastifyInstan
       authorize(await auth.authenticate(req.headers.authorization), 'observability');
     });
   }
+  // Queries are matched in PostgreSQL, whose text cannot hold U+0000: nothing stored can match one.
+  app.addHook('onRequest', (req, _reply, done) => {
+    if (req.url.includes('%00')) {
+      done(new ObservabilityQueryError('the request contains U+0000 (%00), which nothing stored holds'));
+      return;
+    }
+    done();
+  });
   // A refused WebSocket upgrade (a tail with a bad query or no token) is answered on a socket the HTTP server no longer
   // tracks: it must end with the answer, or an idle client would hold the listener open at shutdown.
   app.addHook('onResponse', (req, reply, done) => {

@@ -197,7 +197,14 @@ export function parseJsonPath(expr: string): JsonPath {
       if (!expectField) break;
       path.push(m[1]);
     } else if (m[2] !== undefined) path.push(Number(m[2]));
-    else path.push(JSON.parse(`"${m[3]}"`) as string);
+    else {
+      try {
+        path.push(JSON.parse(`"${m[3]}"`) as string);
+      } catch {
+        // A control character or a bad escape inside the quoted field name.
+        throw new ObservabilityQueryError(`parse error : invalid JSON expression ${JSON.stringify(expr)}`);
+      }
+    }
     expectField = false;
   }
   if (i < expr.trimEnd().length || path.length === 0 || expectField) {
