@@ -208,7 +208,21 @@ function callTarget(m: CallCommandMessage | OneWayCallCommandMessage): CallTarge
   };
 }
 
+/** Completion ids and signal indexes are stored as PostgreSQL integers. */
+const ID_FIELDS = ['completionId', 'resultCompletionId', 'invocationIdCompletionId', 'idx'] as const;
+
 export function command(type: number, payload: Uint8Array): Command {
+  const c = decodeCommand(type, payload);
+  for (const field of ID_FIELDS) {
+    const id = (c as Partial<Record<(typeof ID_FIELDS)[number], number>>)[field];
+    if (id !== undefined && id > MAX_FAILURE_CODE) {
+      throw new ProtocolViolationError(`${field} ${id} is out of range (at most ${MAX_FAILURE_CODE})`);
+    }
+  }
+  return c;
+}
+
+function decodeCommand(type: number, payload: Uint8Array): Command {
   switch (type) {
     case MessageType.InputCommand:
       return { kind: 'input' };
@@ -266,17 +280,17 @@ export function command(type: number, payload: Uint8Array): Command {
     }
     case MessageType.GetPromiseCommand: {
       const m = decodeGetPromiseCommand(payload);
-      return { kind: 'getPromise', key: m.key, completionId: m.resultCompletionId };
+      return { kind: 'getPromise', key: checkedName(m.key, 'the promise key'), completionId: m.resultCompletionId };
     }
     case MessageType.PeekPromiseCommand: {
       const m = decodePeekPromiseCommand(payload);
-      return { kind: 'peekPromise', key: m.key, completionId: m.resultCompletionId };
+      return { kind: 'peekPromise', key: checkedName(m.key, 'the promise key'), completionId: m.resultCompletionId };
     }
     case MessageType.CompletePromiseCommand: {
       const m = decodeCompletePromiseCommand(payload);
       return {
         kind: 'completePromise',
-        key: m.key,
+        key: checkedName(m.key, 'the promise key'),
         completionId: m.resultCompletionId,
         result:
           m.completion.kind === 'value'
@@ -321,7 +335,15 @@ export function proposeRunCompletion(payload: Uint8Array): {
   result: { kind: 'value'; value: Uint8Array } | { kind: 'failure'; failure: WireFailure };
 } {
   const m = decodeProposeRunCompletion(payload);
-  return { completionId: m.resultCompletionId, result: m.result };
+  if (m.resultCompletionId > MAX_FAILURE_CODE) {
+    throw new ProtocolViolationError(
+      `completionId ${m.resultCompletionId} is out of range (at most ${MAX_FAILURE_CODE})`,
+    );
+  }
+  return {
+    completionId: m.resultCompletionId,
+    result: m.result.kind === 'failure' ? { kind: 'failure', failure: checkedFailure(m.result.failure) } : m.result,
+  };
 }
 
 function toTree(f: Future): AwaitingTree {

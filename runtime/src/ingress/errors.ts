@@ -32,6 +32,8 @@ export const IngressErrors = {
   notReady: () => new IngressError(NOT_READY_STATUS, 'the invocation exists but has not completed yet'),
 
   badPath: (path: string) => new IngressError(400, `bad path: ${path}`),
+  nulInTarget: (what: string) =>
+    new IngressError(400, `invalid ${what} body: it contains U+0000 (NUL), which no service, key or id can hold`),
   nulInPath: () => new IngressError(400, 'bad path: it contains U+0000 (%00), which no service, key or id can hold'),
   badServicePath: () =>
     new IngressError(400, 'bad path, expected either /:service-name/:handler or /:object-name/:object-key/:handler'),

@@ -29,6 +29,8 @@ export function parseTargetBody(body: Buffer, what: 'lookup' | 'request'): Invoc
     return fail((err as Error).message);
   }
   if (trailing < text.length) return fail(`trailing characters at ${position(text, trailing + 1)}`);
+  // Targets are looked up in PostgreSQL text, which cannot hold U+0000: no target has one.
+  if (text.includes('\\u0000')) throw IngressErrors.nulInTarget(what);
 
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     return fail(

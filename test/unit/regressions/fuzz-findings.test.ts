@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseDeploymentChoice } from '../../../runtime/src/admin/routes/invocations.ts';
 import { readJsonBody } from '../../../runtime/src/admin/request.ts';
+import { parseTargetBody } from '../../../runtime/src/ingress/target-body.ts';
 import { parseLogQL } from '../../../runtime/src/observability/logql/parse.ts';
 import { timeRange } from '../../../runtime/src/observability/tempo/params.ts';
 
@@ -32,5 +33,10 @@ describe('fuzzing findings', () => {
 
   it('a LogQL json expression with a control character in a quoted field is a parse error, not a SyntaxError', () => {
     expect(() => parseLogQL('{a="b"} | json y=`a["\nb"]`')).toThrow(/invalid JSON expression/);
+  });
+
+  it('U+0000 in an ingress lookup target is a 400, not a 503 from PostgreSQL', () => {
+    const body = Buffer.from('{"target":"Service","service":"A\\u0000","handler":"h"}');
+    expect(() => parseTargetBody(body, 'lookup')).toThrow(/invalid lookup body: it contains U\+0000/);
   });
 });
