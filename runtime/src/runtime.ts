@@ -52,6 +52,8 @@ import type { LogSource, SpanSource } from './observability/model.ts';
 import type { LogCapture } from './observability/log-capture.ts';
 import { ObservabilityWriter } from './observability/writer.ts';
 import { PgObservabilityStore } from './storage/pg/observability/store.ts';
+import { PgRuleBookStore } from './storage/pg/tables/limit-rules.ts';
+import { RuleBookFollower } from './flow-control/rules-watch.ts';
 
 export const RATCHET_VERSION = (
   JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
@@ -307,6 +309,13 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
       http1,
       lambda,
     });
+    // The limiter's rule book: stored for the cluster whatever the switch; enforced only with flow control enabled.
+    const ruleStore = new PgRuleBookStore(pool);
+    const ruleBook = new RuleBookFollower(ruleStore, logger.child({ component: 'flow-control' }));
+    if (config.experimental.vqueues) {
+      await ruleBook.start();
+      cleanups.push(() => Promise.resolve(ruleBook.stop()));
+    }
     const engine = new Engine(
       {
         node: config.nodeName,
@@ -314,6 +323,7 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
         maxAwaitedFutureDepth: config.invoker.maxAwaitedFutureDepth,
         minProtocolVersion: config.invoker.minProtocolVersion,
         maxProtocolVersion: config.invoker.maxProtocolVersion,
+        flowControl: config.experimental.vqueues,
       },
       {
         storage: new PgStorage(pool, committer, leases),
@@ -326,6 +336,10 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
       },
     );
     cleanups.push(() => engine.stop());
+    if (config.experimental.vqueues) {
+      engine.setFlowRules(ruleBook.current());
+      ruleBook.onChange((rules) => engine.setFlowRules(rules));
+    }
     const cleaner = new RetentionCleaner(leases, logger, {
       intervalMs: config.storage.cleanupIntervalMs,
       batchSize: 500,
@@ -423,6 +437,14 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
       auth,
       router,
       subscriptionStatus: (id) => kafka.status(id),
+      rules: {
+        store: ruleStore,
+        changed: () => {
+          if (config.experimental.vqueues)
+            ruleBook.check().catch((err: unknown) => logger.warn({ err }, 'could not reload the limiter rule book'));
+        },
+      },
+      features: { vqueues: config.experimental.vqueues },
       clusterHealth: async () => {
         await cluster?.refresh();
         const view = cluster?.current() ?? { nodes: [], leases: [] };

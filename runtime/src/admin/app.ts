@@ -33,6 +33,8 @@ import { clusterRoutes } from './routes/cluster.ts';
 import { deploymentRoutes } from './routes/deployments.ts';
 import { invocationRoutes } from './routes/invocations.ts';
 import { kafkaClusterRoutes } from './routes/kafka-clusters.ts';
+import { limitRoutes, type RuleBookAccess } from './routes/limits.ts';
+import { vqueueRoutes } from './routes/vqueues.ts';
 import { metaRoutes } from './routes/meta.ts';
 import { openApiRoutes } from './routes/openapi.ts';
 import { queryRoutes } from './routes/query.ts';
@@ -72,6 +74,10 @@ export interface AdminDeps {
   subscriptionStatus?: ((id: string) => Promise<SubscriptionStatusResponse | undefined>) | undefined;
   /** `GET /cluster-health` and the nodes behind it; without it the route is not served. */
   clusterHealth?: (() => Promise<ClusterHealthResponse>) | undefined;
+  /** The limiter's rule book (`/limits/rules`); without it the routes are not served. */
+  rules?: RuleBookAccess | undefined;
+  /** restate's experimental feature flags, as `GET /version` lists them. */
+  features?: Readonly<Record<string, boolean>> | undefined;
 }
 
 const STATIC_ROUTES: readonly AdminRoutes[] = [
@@ -187,14 +193,17 @@ export function buildAdminApp(deps: AdminDeps): FastifyInstance {
       clusterName: deps.clusterName,
       apiVersion: version,
       openApi: openApiDocument,
+      features: deps.features ?? {},
     };
     void app.register(
       (scope, _options, done) => {
         for (const routes of STATIC_ROUTES) routes(scope, ctx);
         if (deps.engine !== undefined) invocationRoutes(deps.engine)(scope, ctx);
+        if (deps.engine !== undefined) vqueueRoutes(deps.engine)(scope, ctx);
         if (deps.queries !== undefined) queryRoutes(deps.queries)(scope, ctx);
         if (deps.clusterHealth !== undefined) clusterRoutes(deps.clusterHealth)(scope, ctx);
         if (deps.subscriptionStatus !== undefined) subscriptionStatusRoutes(deps.subscriptionStatus)(scope, ctx);
+        if (deps.rules !== undefined) limitRoutes(deps.rules)(scope, ctx);
         done();
       },
       { prefix },

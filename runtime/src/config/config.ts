@@ -303,6 +303,9 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
     },
     auth: { keysFile },
     cluster: clusterConfig(read),
+    experimental: {
+      vqueues: read.boolean('RATCHET_EXPERIMENTAL_ENABLE_VQUEUES', false),
+    },
     warnings,
   };
   return deepFreeze(config);

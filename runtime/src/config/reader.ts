@@ -163,6 +163,14 @@ export class Reader {
     const raw = this.raw(name);
     return raw === undefined ? fallback : oneOf(raw, allowed);
   }
+
+  /** A TOML boolean, or `true` / `false` as text (environment variables). */
+  boolean(name: SettingName, fallback: boolean): boolean {
+    const raw = this.raw(name);
+    if (raw === undefined) return fallback;
+    if (typeof raw.value === 'boolean') return raw.value;
+    return oneOf(raw, ['true', 'false'] as const) === 'true';
+  }
 }
 
 export function isTable(value: unknown): value is Record<string, unknown> {

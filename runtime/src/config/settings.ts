@@ -217,11 +217,21 @@ export interface Config {
   readonly kafka: KafkaConfig;
   readonly auth: AuthConfig;
   readonly cluster: ClusterConfig;
+  readonly experimental: ExperimentalConfig;
   /**
    * Problems that did not stop loading (unknown `RATCHET_*` variables, a clamped retention). The logger does not
    * exist yet while config loads, so `main.ts` logs these once it does.
    */
   readonly warnings: readonly string[];
+}
+
+/** Features restate-server 1.7 keeps behind `experimental-enable-*` switches; off by default as there. */
+export interface ExperimentalConfig {
+  /**
+   * Flow control: scoped invocations, limit keys, the limiter's rule book (`/limits/rules`) and pausable virtual
+   * queues (`/vqueues/…`). Off: scopes and limit keys are refused (RT0024) as restate refuses them.
+   */
+  readonly vqueues: boolean;
 }
 
 /** Every setting: environment variable → config file key. */
@@ -298,6 +308,7 @@ export const SETTINGS = {
   RATCHET_CLUSTER_HEARTBEAT_INTERVAL: 'cluster.heartbeat-interval',
   RATCHET_CLUSTER_PARTITION_WAIT: 'cluster.partition-wait',
   RATCHET_SHUTDOWN_DELAY: 'cluster.shutdown-delay',
+  RATCHET_EXPERIMENTAL_ENABLE_VQUEUES: 'experimental-enable-vqueues',
 } as const;
 
 export type SettingName = keyof typeof SETTINGS;

@@ -17,10 +17,18 @@ import {
 } from '../storage/api.ts';
 import { insertedRow, type NewInvocation } from '../storage/rows.ts';
 import { partitionFor, partitionKeyForKey, randomPartitionKey } from '../ids/partition-key.ts';
+import { vqueueId } from '../ids/vqueue-id.ts';
 
 /** A keyless call with a generated idempotency key whose draw fell on a partition served elsewhere. */
 export function shouldRedraw(p: PartitionProcessor, req: AcceptRequest, partition: number): boolean {
-  return req.idempotencyKeyGenerated === true && req.key === undefined && p.served.size > 0 && !p.served.has(partition);
+  // A scoped one is on its scope's partition whatever the key.
+  return (
+    req.idempotencyKeyGenerated === true &&
+    req.key === undefined &&
+    req.scope === undefined &&
+    p.served.size > 0 &&
+    !p.served.has(partition)
+  );
 }
 
 /** Stores a new invocation (input as journal entry 0) and starts it once committed. */
@@ -67,10 +75,14 @@ export function newInvocation(
   const key = req.key ?? null;
   const workflowRun = req.service.ty === 'Workflow' && req.handler.ty === 'Workflow';
   let id: string;
+  const scope = req.scope;
   if (workflowRun) {
-    id = InvocationId.forWorkflow(req.service.name, key!);
+    id = InvocationId.forWorkflow(req.service.name, key!, scope);
   } else if (req.idempotencyKey !== undefined) {
-    id = InvocationId.forIdempotent(req.service.name, key ?? undefined, req.handler.name, req.idempotencyKey);
+    id = InvocationId.forIdempotent(req.service.name, key ?? undefined, req.handler.name, req.idempotencyKey, scope);
+  } else if (scope !== undefined) {
+    // Every invocation of a scope is on the scope's partition key, so one partition counts its concurrency.
+    id = InvocationId.generate(partitionKeyForKey(scope));
   } else {
     id = InvocationId.generate(key === null ? randomPartitionKey(req.service.name) : partitionKeyForKey(key));
   }
@@ -106,6 +118,9 @@ export function newInvocation(
       scheduledStartAt: executionTime ?? null,
       completionRetentionMs: retention.completionRetentionMs,
       journalRetentionMs: retention.journalRetentionMs,
+      scope: scope ?? null,
+      limitKey: req.limitKey ?? null,
+      vqueueId: p.options.flowControl === true ? queueOf(pk, req, key, scope) : null,
     },
     inputRaw: codec.inputCommand(req.headers, req.body),
     executionTime,
@@ -136,7 +151,9 @@ export function admit(
     row.status = 'inboxed';
     row.inboxSeq = true;
   }
-  if (row.status === 'invoked') {
+  // Flow control may hold it back: its first attempt start is then written when the gate lets it through.
+  const gated = row.vqueueId != null && (row.scope != null || p.flow.isPaused(row.partitionId, row.vqueueId));
+  if (row.status === 'invoked' && !gated) {
     // It starts as soon as this write commits: its pin and first attempt start go into the insert, which saves
     // the attempt-start transaction (startAttempt writes nothing for this attempt). Without a usable deployment,
     // startAttempt pins (and fails) as usual.
@@ -224,6 +241,20 @@ export function afterAdmit(p: PartitionProcessor, ctx: InvocationCtx, admittedRu
     }
   }
   if (admittedRunnable && ctx.status === 'invoked') void p.roles.startAttempt(ctx);
+}
+
+/**
+ * The virtual queue of a new invocation, as restate 1.7 groups them: per partition key, service, scope, limit key and
+ * lock (an exclusive handler's object key, or a workflow run's key).
+ */
+function queueOf(pk: bigint, req: AcceptRequest, key: string | null, scope: string | undefined): string {
+  const exclusive = key !== null && (req.handler.ty === 'Exclusive' || req.handler.ty === 'Workflow');
+  return vqueueId(pk, {
+    service: req.service.name,
+    scope: scope ?? null,
+    limitKey: req.limitKey ?? null,
+    lock: exclusive && req.service.ty !== 'Workflow' ? `${req.service.name}/${key}` : null,
+  });
 }
 
 /** Draws of a generated idempotency key at most, to land in a partition served here (each hits with served / P). */

@@ -11,6 +11,8 @@ import { invocationWrite } from '../storage/api.ts';
 export async function startAttempt(p: PartitionProcessor, ctx: InvocationCtx): Promise<void> {
   if (p.stopped || ctx.starting || (ctx.attempt !== undefined && !ctx.attempt.isFinished)) return;
   if (ctx.status !== 'invoked') return;
+  // Flow control: a paused queue or a full limit holds it back; the gate starts it when that changes.
+  if (ctx.vqueueId !== null && !p.flow.mayStart(ctx)) return;
   ctx.starting = true;
   // Only the first start after the insert may skip its start update; any other path through here writes one.
   const recorded = ctx.startRecorded;
@@ -59,6 +61,8 @@ export async function startAttempt(p: PartitionProcessor, ctx: InvocationCtx): P
       inactivityTimeoutMs: settings?.inactivityTimeoutMs,
       abortTimeoutMs: settings?.abortTimeoutMs,
       traceContext: ctx.traceContext,
+      scope: ctx.scope,
+      limitKey: ctx.limitKey,
     });
     ctx.attemptStarted(attempt, journal.length);
     p.observe(ctx, { kind: 'started', protocolVersion });

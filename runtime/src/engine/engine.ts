@@ -27,6 +27,7 @@ import { awaitCompletion, completionWaiters, getCompleted, pollRemoteResults } f
 import { disarmRetry, fireTimer } from './timers.ts';
 import type { AcceptRequest, AcceptResult, CompletedInvocation, DeploymentChoice, EnqueueResult } from './types.ts';
 import type { InvocationRow } from '../storage/rows.ts';
+import type { LimitRule } from '../flow-control/limiter.ts';
 
 export type { EngineDeps, EngineOptions };
 
@@ -110,6 +111,35 @@ export class Engine {
     if (p.remotePoll !== undefined) clearTimeout(p.remotePoll);
     for (const ctx of p.active.values()) ctx.attempt?.abort();
     await p.deps.storage.close();
+  }
+
+  /** Whether flow control (scopes, limit keys, virtual queues) is enabled. */
+  get flowControl(): boolean {
+    return this.p.options.flowControl === true;
+  }
+
+  /** The limiter's rules changed (every partition's limiter applies them; waiters that now fit start). */
+  setFlowRules(rules: readonly LimitRule[]): void {
+    this.p.flow.setRules(rules);
+  }
+
+  /**
+   * Pauses or resumes a virtual queue of a partition served here: stored first, then applied. While paused nothing of
+   * the queue starts (running attempts go on); on resume what waited goes through the limiter again.
+   */
+  async setVQueuePaused(partitionKey: bigint, queue: string, paused: boolean): Promise<void> {
+    const p = this.p;
+    const partition = p.partitionOf(partitionKey);
+    p.requireServed(partition);
+    await p.deps.storage.vqueues.setPaused(partition, queue, paused);
+    if (!p.served.has(partition)) return;
+    if (paused) p.flow.pause(partition, queue);
+    else p.flow.resume(partition, queue);
+  }
+
+  /** The limiter's counters of the partitions served here (sys_user_limits), each with its partition. */
+  flowCounters(): { partition: number; rows: ReturnType<PartitionProcessor['flow']['counters']> }[] {
+    return this.p.servedPartitions().map((partition) => ({ partition, rows: this.p.flow.counters(partition) }));
   }
 
   /** Stores a new invocation (input as journal entry 0) and starts it once committed. */

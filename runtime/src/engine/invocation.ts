@@ -79,6 +79,15 @@ export class InvocationCtx implements NotificationIndex {
   journalRetentionMs: number | null;
   /** The W3C trace context its spans are parented to (see InvocationRow.traceContext). */
   readonly traceContext: string | null;
+  /** Flow control: its scope, limit key and virtual queue (null without flow control). */
+  readonly scope: string | null;
+  readonly limitKey: string | null;
+  readonly vqueueId: string | null;
+  /**
+   * Called once when it stops running (suspends, pauses, completes) while flow control counts it, so that its
+   * permit or its place in line is given back. Set by the flow gate.
+   */
+  onStopRunning: ((ctx: InvocationCtx) => void) | undefined;
 
   journal: JournalEntry[] | undefined;
   private journalLoading: Promise<void> | undefined;
@@ -118,6 +127,15 @@ export class InvocationCtx implements NotificationIndex {
     this.completionRetentionMs = row.completionRetentionMs;
     this.journalRetentionMs = row.journalRetentionMs;
     this.traceContext = row.traceContext;
+    this.scope = row.scope;
+    this.limitKey = row.limitKey;
+    this.vqueueId = row.vqueueId;
+  }
+
+  private stopRunning(): void {
+    const hook = this.onStopRunning;
+    this.onStopRunning = undefined;
+    hook?.(this);
   }
 
   get status(): InvocationStatus {
@@ -155,14 +173,17 @@ export class InvocationCtx implements NotificationIndex {
 
   toSuspended(awaiting: AwaitingTree): void {
     this.phase = { status: 'suspended', awaiting };
+    this.stopRunning();
   }
 
   toPaused(): void {
     this.phase = { status: 'paused' };
+    this.stopRunning();
   }
 
   toCompleted(): void {
     this.phase = { status: 'completed' };
+    this.stopRunning();
   }
 
   /** A new attempt runs with entries [0, snapshot) in its Start. Only while running. */

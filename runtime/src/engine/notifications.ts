@@ -8,6 +8,7 @@ import type { JournalEntry } from './types.ts';
 import { type PartitionProcessor, ownWrite, rerouteIfFenced, CANCEL_SIGNAL } from './processor.ts';
 import { invocationWrite, outboxWrite, outboxRowsOf, type Write } from '../storage/api.ts';
 import { partitionFor } from '../ids/partition-key.ts';
+import { rerun } from '../flow-control/rerun.ts';
 
 /**
  * Delivers a signal to an invocation: an awakeable completion (`idx` ≥ 17), a named signal, or cancellation
@@ -74,7 +75,7 @@ export async function appendNotification(
   ) {
     resume = true;
     ctx.toInvoked();
-    op.writes.push(invocationWrite.update(ctx.id, { status: 'invoked', awaiting: null }, new Date()));
+    op.writes.push(invocationWrite.update(ctx.id, { status: 'invoked', awaiting: null, ...rerun(ctx) }, new Date()));
   }
   await p.commit(ctx, op, () => {
     if (cancel) p.observe(ctx, { kind: 'cancelled' });

@@ -46,5 +46,9 @@ export function decodeNewInvocation(j: Record<string, unknown>): NewInvocation {
     completionRetentionMs: optNum('completionRetentionMs'),
     journalRetentionMs: optNum('journalRetentionMs'),
     traceContext: optStr('traceContext'),
+    // Flow control: only on invocations made with it.
+    ...(optStr('scope') === null ? {} : { scope: optStr('scope') }),
+    ...(optStr('limitKey') === null ? {} : { limitKey: optStr('limitKey') }),
+    ...(optStr('vqueueId') === null ? {} : { vqueueId: optStr('vqueueId') }),
   };
 }

@@ -55,7 +55,10 @@ export async function deliverOnce(p: PartitionProcessor, row: OutboxRow): Promis
       return;
     }
     const cancel = row.entryType === MessageType.SignalNotification && row.signalIdx === CANCEL_SIGNAL;
-    if (cancel && (target.status === 'scheduled' || target.status === 'inboxed')) {
+    // A flow-controlled invocation still waiting for its first start has not run either.
+    const waitingFirstStart =
+      target.status === 'invoked' && p.flow.isWaiting(target) && (target.journal?.length ?? 1) <= 1;
+    if (cancel && (target.status === 'scheduled' || target.status === 'inboxed' || waitingFirstStart)) {
       // Never started: nothing to run compensations, so it fails right away (restate's "canceled").
       p.roles.forgetNotStarted(target);
       void p.roles.complete(target, { kind: 'failure', failure: { code: 409, message: 'canceled' } }, {}, [remove]);

@@ -13,6 +13,7 @@ import type { InvocationObserver, LifecycleEvent } from './observer.ts';
 import type { Roles } from './roles.ts';
 import { StateCache } from './state-cache.ts';
 import { TimerQueue } from './timer-queue.ts';
+import { FlowGate } from '../flow-control/gate.ts';
 import type { CompletedInvocation, JournalEntry } from './types.ts';
 
 export type { EngineFailure } from './types.ts';
@@ -28,6 +29,11 @@ export interface EngineOptions {
   /** New invocations refuse (RT0020) deployments that speak only versions below this one. Default 5. */
   minProtocolVersion?: number;
   maxProtocolVersion: number;
+  /**
+   * Flow control (experimental, restate's vqueues): invocations get a virtual queue, scopes and limit keys are
+   * accepted and the limiter's rules enforced. Off: scopes and limit keys are refused (RT0024).
+   */
+  flowControl?: boolean;
 }
 
 export interface EngineDeps {
@@ -74,6 +80,11 @@ export class PartitionProcessor {
   readonly timers: TimerQueue<TimerRow>;
   /** Committed state of virtual-object keys, so that an attempt starts without reading it (see StateCache). */
   readonly stateCache = new StateCache(STATE_CACHE_KEYS);
+  /** Flow control: paused virtual queues and the concurrency limiter every attempt start of a queued one passes. */
+  readonly flow: FlowGate = new FlowGate((id) => {
+    const ctx = this.active.get(id);
+    if (ctx !== undefined) void this.roles.startAttempt(ctx);
+  });
   stopped = false;
   /** Partitions served: their invocations, locks, inboxes, timers and outbox live in this object's memory. */
   readonly served = new Set<number>();

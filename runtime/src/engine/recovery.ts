@@ -21,6 +21,7 @@ export async function recover(
   const timers = await p.deps.storage.timers.list(ids);
   const mutations = await p.deps.storage.stateMutations.list(ids);
   const outbox = await p.deps.storage.outbox.list(ids);
+  const paused = p.options.flowControl === true ? await p.deps.storage.vqueues.listPaused(ids) : [];
   if (p.stopped) return { invocations: 0, timers: 0 };
   if (ids.some((n, i) => epochs[i] === undefined || p.deps.storage.epochOf(n) !== epochs[i])) {
     throw new Error(`partitions ${ids.join(', ')} were given up or re-taken while they were being recovered`);
@@ -57,6 +58,17 @@ export async function recover(
   // A key whose waiters have no lock holder (nothing would hand it over): the oldest takes it now.
   for (const lk of touched) p.roles.resumeInbox(lk);
   for (const t of timers) p.timers.schedule(t, t.fireAt.getTime());
+  for (const n of ids)
+    p.flow.loadPaused(
+      n,
+      paused.filter((q) => q.partitionId === n).map((q) => q.vqueueId),
+    );
+  // Flow control: those that were running keep their permits; the others queue for theirs, oldest first.
+  const started = new Set(rows.filter((r) => r.scope !== null && r.lastStartAt !== null).map((r) => r.id));
+  for (const ctx of recovered) if (ctx.status === 'invoked' && started.has(ctx.id)) p.flow.hold(ctx);
+  const created = new Map(rows.map((r) => [r.id, r.createdAt.getTime()]));
+  const order = (c: InvocationCtx): number => (started.has(c.id) ? 0 : (created.get(c.id) ?? 0));
+  recovered.sort((a, b) => order(a) - order(b));
   for (const ctx of recovered) {
     if (ctx.status === 'invoked' && !timed.has(ctx.id)) void p.roles.startAttempt(ctx);
     else if (ctx.status === 'suspended') void p.roles.recheckSuspended(ctx);
@@ -84,6 +96,7 @@ export function drop(p: PartitionProcessor, partitions: Iterable<number>): void 
     p.active.delete(id);
   }
   p.timers.removeWhere((t) => set.has(t.partitionId));
+  for (const n of set) p.flow.dropPartition(n);
   for (const lk of p.keys.locks.keys()) if (set.has(p.lockPartition(lk))) p.keys.locks.delete(lk);
   for (const lk of p.keys.inboxes.keys()) if (set.has(p.lockPartition(lk))) p.keys.inboxes.delete(lk);
   for (const [memId, m] of p.keys.mutations) if (set.has(m.partitionId)) p.keys.mutations.delete(memId);

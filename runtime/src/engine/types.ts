@@ -49,6 +49,9 @@ export interface AcceptRequest {
   subscriptionId?: string | undefined;
   /** The trace context the request came with (the ingress span): the invocation's trace is parented to it. */
   traceContext?: string | undefined;
+  /** Flow control (only with it enabled): the scope (already validated) and the limit key (`l1` or `l1/l2`). */
+  scope?: string | undefined;
+  limitKey?: string | undefined;
 }
 
 /** What `Engine.enqueue` queued: the invocation id, and its partition. */

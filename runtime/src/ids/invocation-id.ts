@@ -108,19 +108,21 @@ export const InvocationId = {
   },
 
   /**
-   * The id of a workflow run: partition key H(key), uuid = first 16 bytes of SHA-256("wf,[scope,]service,key").
-   * Shared workflow handlers are not covered: they get ordinary ids on the same partition key.
+   * The id of a workflow run: partition key H(key) (H(scope) when scoped: a scope's invocations share a partition),
+   * uuid = first 16 bytes of SHA-256("wf,[scope,]service,key"). Shared workflow handlers are not covered: they get
+   * ordinary ids on the same partition key.
    */
   forWorkflow(service: string, key: string, scope?: string): InvocationId {
-    const material = scope === undefined ? `wf,${service},${key}` : `wf,${scope},${service},${key}`;
-    return withSha256Uuid(partitionKeyForKey(key), material);
+    if (scope !== undefined) return withSha256Uuid(partitionKeyForKey(scope), `wf,${scope},${service},${key}`);
+    return withSha256Uuid(partitionKeyForKey(key), `wf,${service},${key}`);
   },
 
   /**
    * The id of an invocation with an idempotency key. `key` is the object/workflow key, `undefined` for a plain
    * Service (which then gets the controlled-sharding partition key of its idempotency key).
    *
-   * A scope changes the uuid (it is hashed in) but, for want of a documented rule, not the partition key.
+   * A scoped one is on its scope's partition key, H(scope), with the scope hashed into the uuid (as restate-server
+   * 1.7.12 derives them, checked against its ids).
    */
   forIdempotent(
     service: string,
@@ -130,6 +132,10 @@ export const InvocationId = {
     scope?: string,
   ): InvocationId {
     const scopePart = scope === undefined ? '' : `${scope},`;
+    if (scope !== undefined) {
+      const target = key === undefined ? `${service},${handler}` : `${service},${key},${handler}`;
+      return withSha256Uuid(partitionKeyForKey(scope), `ik,${scopePart}${target},${idempotencyKey}`);
+    }
     if (key === undefined) {
       return withSha256Uuid(
         partitionKeyForUnkeyedIdempotent(service, idempotencyKey),

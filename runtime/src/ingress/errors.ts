@@ -76,6 +76,13 @@ export const IngressErrors = {
     ),
   scopeRequiresVQueues: () => new IngressError(400, 'scoped invocations require vqueues to be enabled'),
   limitKeyWithoutScope: () => new IngressError(400, 'limit-key requires a scope to be set'),
+  badLimitKey: (reason: string) => new IngressError(400, `invalid limit-key: ${reason}`),
+  /**
+   * restate-server 1.7.12 words it so for virtual objects (scoped objects are a further experimental feature). It
+   * accepts scoped workflows; Ratchet does not yet (a workflow's key lock lives on its key's partition).
+   */
+  scopeOnKeyedTarget: (ty: string) =>
+    new IngressError(400, `scope is not supported for ${ty === 'VirtualObject' ? 'Virtual Object' : ty} targets`),
   badDelay: (detail: string) =>
     new IngressError(400, `bad delay query parameter, must be a ISO8601 duration: ${detail}`),
   delayOnCall: () =>

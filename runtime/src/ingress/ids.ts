@@ -1,7 +1,6 @@
 import { parseAwakeableId, type AwakeableId } from '../ids/awakeable-id.ts';
 import { ID_SCHEME_VERSION, InvalidIdError, idPayloadOffset, type IdPrefix } from '../ids/id-codec.ts';
 import { InvocationId } from '../ids/invocation-id.ts';
-import { partitionKeyForKey } from '../ids/partition-key.ts';
 import { IngressErrors } from './errors.ts';
 
 /** What an attach / output / lookup request designates. */
@@ -23,25 +22,10 @@ export function queryInvocationId(query: InvocationQuery): InvocationId {
     case 'invocation':
       return query.id;
     case 'workflow':
-      return withScopePartition(InvocationId.forWorkflow(query.name, query.key, query.scope), query.scope);
+      return InvocationId.forWorkflow(query.name, query.key, query.scope);
     case 'idempotency':
-      return withScopePartition(
-        InvocationId.forIdempotent(query.service, query.key, query.handler, query.idempotencyKey, query.scope),
-        query.scope,
-      );
+      return InvocationId.forIdempotent(query.service, query.key, query.handler, query.idempotencyKey, query.scope);
   }
-}
-
-/**
- * restate-server 1.7.12 places every scoped invocation on the partition key H(scope) (checked live: a scoped workflow
- * and a scoped idempotent call share it), while `InvocationId` keeps the unscoped partition key and only hashes the
- * scope into the uuid.
- */
-function withScopePartition(id: InvocationId, scope: string | undefined): InvocationId {
-  if (scope === undefined) return id;
-  const raw = InvocationId.toRaw(id);
-  new DataView(raw.buffer, raw.byteOffset, raw.byteLength).setBigUint64(0, partitionKeyForKey(scope));
-  return InvocationId.fromRaw(raw);
 }
 
 /** Parses an invocation id from a path or body; a bad one is restate's `400 bad invocation id '…': <reason>`. */

@@ -10,6 +10,7 @@ import { IngressErrors } from './errors.ts';
 import type { InvokeRoute } from './path.ts';
 import type { AcceptRequest } from '../engine/types.ts';
 import { checkScope } from './scope.ts';
+import { formatLimitKey, LimitKeyError, parseLimitKey } from '../flow-control/names.ts';
 import { formatTimestamp, jsonBody, sendError, sendOutcome } from './reply.ts';
 
 /** Request headers restate does not forward to the handler. */
@@ -53,7 +54,8 @@ export async function invoke(
   if (userIdempotencyKey !== undefined && isWorkflowRun) throw IngressErrors.idempotencyKeyOnWorkflow();
   if (route.scope !== undefined) {
     checkScope(route.scope);
-    throw IngressErrors.scopeRequiresVQueues();
+    if (!deps.engine.flowControl) throw IngressErrors.scopeRequiresVQueues();
+    if (service.schema.ty !== 'Service') throw IngressErrors.scopeOnKeyedTarget(service.schema.ty);
   }
   if (req.method !== 'POST' && req.method !== 'GET') throw IngressErrors.methodNotAllowed();
 
@@ -70,9 +72,15 @@ export async function invoke(
     }
     break;
   }
-  const limitKey = req.headers['x-restate-limit-key'];
-  if ((typeof limitKey === 'string' && limitKey !== '') || (query.get('limit-key') ?? '') !== '') {
-    throw IngressErrors.limitKeyWithoutScope();
+  const limitKey = limitKeyOf(req.headers['x-restate-limit-key'], query);
+  if (limitKey !== undefined && route.scope === undefined) throw IngressErrors.limitKeyWithoutScope();
+  if (limitKey !== undefined) {
+    try {
+      parseLimitKey(limitKey);
+    } catch (err) {
+      if (err instanceof LimitKeyError) throw IngressErrors.badLimitKey(err.message);
+      throw err;
+    }
   }
   if (!send && delayMs !== undefined) throw IngressErrors.delayOnCall();
 
@@ -118,6 +126,8 @@ export async function invoke(
         idempotencyKeyGenerated: userIdempotencyKey === undefined && idempotencyKey !== undefined,
         invokedBy: 'ingress',
         traceContext: span?.traceContext,
+        scope: route.scope,
+        limitKey: limitKey === undefined ? undefined : formatLimitKey(parseLimitKey(limitKey)),
       },
       userIdempotencyKey,
       (id) => (invocationId = id),
@@ -128,6 +138,14 @@ export async function invoke(
     span?.end(invocationId, (err as { status?: number }).status ?? 500);
     throw err;
   }
+}
+
+/** The limit key of a request (`x-restate-limit-key`, else `?limit-key=`); an empty one is none. */
+function limitKeyOf(header: string | string[] | undefined, query: URLSearchParams): string | undefined {
+  const fromHeader = Array.isArray(header) ? header[0] : header;
+  if (fromHeader !== undefined && fromHeader !== '') return fromHeader;
+  const fromQuery = query.get('limit-key');
+  return fromQuery === null || fromQuery === '' ? undefined : fromQuery;
 }
 
 /** Stores the invocation; a send is answered at once, a call once the invocation completed. */

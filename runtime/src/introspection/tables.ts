@@ -95,13 +95,19 @@ function empty(spec: string): ColumnDef[] {
     });
 }
 
+/** An invocation held back by flow control: runnable, queued, and not started since it became runnable. */
+const FLOW_WAITING = (a: string): string =>
+  `(${a}.status = 'invoked' AND ${a}.vqueue_id IS NOT NULL AND ${a}.last_start_at IS NULL AND ${a}.next_retry_at IS NULL)`;
+
 const sysInvocationStatus: TableDef = {
   name: 'sys_invocation_status',
   columns: [
     partitionKey('i'),
     { name: 'id', type: 'LargeUtf8', sql: 'i.id' },
-    { name: 'vqueue_id', type: 'LargeUtf8' },
-    { name: 'status', type: 'LargeUtf8', sql: 'i.status' },
+    { name: 'vqueue_id', type: 'LargeUtf8', sql: 'i.vqueue_id' },
+    // Flow control: one that waits for its queue or a concurrency permit has not started since it became runnable
+    // (restate shows it inboxed, i.e. pending).
+    { name: 'status', type: 'LargeUtf8', sql: `CASE WHEN ${FLOW_WAITING('i')} THEN 'inboxed' ELSE i.status END` },
     { name: 'completion_result', type: 'LargeUtf8', sql: `CASE WHEN i.status = 'completed' THEN i.result_kind END` },
     {
       name: 'completion_failure',
@@ -117,8 +123,8 @@ const sysInvocationStatus: TableDef = {
     { name: 'target_service_key', type: 'LargeUtf8', sql: 'i.service_key' },
     { name: 'target_handler_name', type: 'LargeUtf8', sql: 'i.handler_name' },
     { name: 'target_service_ty', type: 'LargeUtf8', sql: serviceTy('i.service_ty') },
-    { name: 'scope', type: 'LargeUtf8' },
-    { name: 'limit_key', type: 'LargeUtf8' },
+    { name: 'scope', type: 'LargeUtf8', sql: 'i.scope' },
+    { name: 'limit_key', type: 'LargeUtf8', sql: 'i.limit_key' },
     { name: 'idempotency_key', type: 'LargeUtf8', sql: 'i.idempotency_key' },
     { name: 'invoked_by', type: 'LargeUtf8', sql: 'i.invoked_by' },
     {
@@ -427,6 +433,112 @@ const sysKafkaCluster: TableDef = {
   from: 'FROM ratchet.kafka_cluster k',
 };
 
+/** The limiter's rule book (flow control). */
+const sysRules: TableDef = {
+  name: 'sys_rules',
+  columns: [
+    { name: 'pattern', type: 'LargeUtf8', sql: 'r.pattern' },
+    { name: 'concurrency', type: 'UInt32', sql: 'r.concurrency' },
+    { name: 'description', type: 'LargeUtf8', sql: 'r.description' },
+    { name: 'disabled', type: 'Boolean', sql: 'r.disabled' },
+    { name: 'version', type: 'UInt32', sql: 'r.version' },
+    { name: 'last_modified', type: 'TimestampMs', sql: 'r.last_modified' },
+  ],
+  from: 'FROM ratchet.limit_rule r',
+};
+
+/**
+ * Virtual queues (flow control), from the invocations that belong to them while their rows are kept: counts by what
+ * each one does now, the times of the newest enqueue, start and finish, and averages over the finished ones. A paused
+ * queue with no invocation kept is not listed.
+ */
+const WAITING_OR_INBOXED = `(i.status = 'inboxed' OR ${FLOW_WAITING('i')})`;
+const sysVQueueMeta: TableDef = {
+  name: 'sys_vqueue_meta',
+  columns: [
+    { name: 'partition_key', ...PK, sql: u64('min(i.partition_key)') },
+    { name: 'id', type: 'LargeUtf8', sql: 'i.vqueue_id' },
+    { name: 'is_active', type: 'Boolean', sql: `bool_or(i.status <> 'completed')` },
+    {
+      name: 'queue_is_paused',
+      type: 'Boolean',
+      sql: 'EXISTS (SELECT 1 FROM ratchet.vqueue_pause vp WHERE vp.vqueue_id = i.vqueue_id)',
+    },
+    { name: 'service_name', type: 'LargeUtf8', sql: 'min(i.service_name)' },
+    { name: 'scope', type: 'LargeUtf8', sql: 'min(i.scope)' },
+    { name: 'limit_key', type: 'LargeUtf8', sql: 'min(i.limit_key)' },
+    {
+      name: 'lock_name',
+      type: 'LargeUtf8',
+      sql: `min(CASE WHEN i.service_ty = 'virtual_object' AND i.service_key IS NOT NULL AND coalesce(i.handler_ty, 'Exclusive') = 'Exclusive'
+        THEN i.service_name || '/' || i.service_key END)`,
+    },
+    { name: 'created_at', type: 'TimestampMs', sql: 'min(i.created_at)' },
+    { name: 'last_enqueued_at', type: 'TimestampMs', sql: 'max(i.created_at)' },
+    { name: 'last_start_at', type: 'TimestampMs', sql: 'max(i.running_at)' },
+    { name: 'last_attempt_at', type: 'TimestampMs', sql: 'max(i.last_start_at)' },
+    { name: 'last_finish_at', type: 'TimestampMs', sql: 'max(i.completed_at)' },
+    { name: 'avg_queue_duration', type: 'DurationMs', sql: 'avg(i.running_at - i.created_at)' },
+    { name: 'avg_inbox_duration', type: 'DurationMs', sql: 'avg(i.running_at - i.created_at)' },
+    { name: 'avg_run_duration', type: 'DurationMs', sql: 'avg(i.completed_at - i.running_at)' },
+    { name: 'avg_suspension_duration', type: 'DurationMs' },
+    { name: 'avg_end_to_end_duration', type: 'DurationMs', sql: 'avg(i.completed_at - i.created_at)' },
+    { name: 'avg_blocked_on_concurrency_rules', type: 'DurationMs' },
+    { name: 'avg_blocked_on_invoker_concurrency', type: 'DurationMs' },
+    { name: 'avg_blocked_on_invoker_throttling', type: 'DurationMs' },
+    { name: 'avg_blocked_on_lock', type: 'DurationMs' },
+    { name: 'num_inbox', type: 'UInt64', sql: `count(*) FILTER (WHERE ${WAITING_OR_INBOXED})` },
+    {
+      name: 'num_running',
+      type: 'UInt64',
+      sql: `count(*) FILTER (WHERE i.status = 'invoked' AND NOT ${FLOW_WAITING('i')})`,
+    },
+    { name: 'num_suspended', type: 'UInt64', sql: `count(*) FILTER (WHERE i.status = 'suspended')` },
+    { name: 'num_paused', type: 'UInt64', sql: `count(*) FILTER (WHERE i.status = 'paused')` },
+    { name: 'num_finished', type: 'UInt64', sql: `count(*) FILTER (WHERE i.status = 'completed')` },
+  ],
+  from: 'FROM ratchet.invocation i WHERE i.vqueue_id IS NOT NULL GROUP BY i.vqueue_id',
+};
+
+/**
+ * The limiter's counters (flow control), from the rows: per scope, and per first and second limit-key level, the
+ * invocations running (holding a permit: started since they became runnable and not suspended, paused or done) and
+ * waiting. Limits and rules are those of the rule book that apply (the most specific enabled rule of each level).
+ */
+const sysUserLimits: TableDef = {
+  name: 'sys_user_limits',
+  columns: [
+    { name: 'partition_key', ...PK, sql: u64('min(c.partition_key)') },
+    { name: 'scope', type: 'LargeUtf8', sql: 'c.scope' },
+    { name: 'l1', type: 'LargeUtf8', sql: 'c.l1' },
+    { name: 'l2', type: 'LargeUtf8', sql: 'c.l2' },
+    { name: 'level', type: 'LargeUtf8', sql: 'c.level' },
+    { name: 'usage', type: 'UInt32', sql: 'count(*) FILTER (WHERE c.running)' },
+    { name: 'concurrency_limit', type: 'UInt32', sql: 'ratchet_sql.rule_limit(c.scope, c.l1, c.l2)' },
+    { name: 'rule_pattern', type: 'LargeUtf8', sql: 'ratchet_sql.rule_pattern(c.scope, c.l1, c.l2)' },
+    {
+      name: 'available',
+      type: 'UInt32',
+      sql: 'greatest(0, ratchet_sql.rule_limit(c.scope, c.l1, c.l2) - count(*) FILTER (WHERE c.running))',
+    },
+    { name: 'num_waiters', type: 'UInt64', sql: 'count(*) FILTER (WHERE c.waiting)' },
+  ],
+  from: `FROM (
+      SELECT i.partition_key, i.scope, lv.l1, lv.l2, lv.level,
+        i.status = 'invoked' AND i.last_start_at IS NOT NULL AS running, ${FLOW_WAITING('i')} AS waiting
+      FROM ratchet.invocation i
+      CROSS JOIN LATERAL (VALUES
+        ('Scope', NULL, NULL),
+        ('Level1', split_part(i.limit_key, '/', 1), NULL),
+        ('Level2', split_part(i.limit_key, '/', 1), nullif(split_part(i.limit_key, '/', 2), ''))
+      ) AS lv(level, l1, l2)
+      WHERE i.scope IS NOT NULL AND i.status = 'invoked'
+        AND (lv.level = 'Scope' OR (lv.level = 'Level1' AND i.limit_key IS NOT NULL)
+             OR (lv.level = 'Level2' AND strpos(i.limit_key, '/') > 0))
+    ) c
+    GROUP BY c.scope, c.l1, c.l2, c.level`,
+};
+
 // Tables of restate features Ratchet does not have (journal events, flow control): present, always empty.
 const EMPTY_TABLES: TableDef[] = [
   {
@@ -439,22 +551,12 @@ const EMPTY_TABLES: TableDef[] = [
     columns: empty(`partition_key scope:LargeUtf8 lock_name:LargeUtf8 acquired_at:TimestampMs acquired_by:LargeUtf8`),
   },
   {
-    name: 'sys_rules',
-    columns: empty(`pattern:LargeUtf8 concurrency:UInt32 description:LargeUtf8 disabled:Boolean version:UInt32
-      last_modified:TimestampMs`),
-  },
-  {
     name: 'sys_scheduler',
     columns: empty(`partition_key id:LargeUtf8 num_inbox:UInt64 status:LargeUtf8 head_entry_id:LargeUtf8
       scheduled_at:TimestampMs blocked_on:LargeUtf8 blocked_on_json:LargeUtf8 invoker_concurrency_block_duration:DurationMs
       throttling_rules_block_duration:DurationMs invoker_throttling_block_duration:DurationMs
       invoker_memory_block_duration:DurationMs concurrency_rules_block_duration:DurationMs lock_block_duration:DurationMs
       deployment_concurrency_block_duration:DurationMs`),
-  },
-  {
-    name: 'sys_user_limits',
-    columns: empty(`partition_key scope:LargeUtf8 l1:LargeUtf8 l2:LargeUtf8 level:LargeUtf8 usage:UInt32
-      concurrency_limit:UInt32 rule_pattern:LargeUtf8 available:UInt32 num_waiters:UInt64`),
   },
   {
     name: 'sys_vqueue_entry_status',
@@ -470,17 +572,6 @@ const EMPTY_TABLES: TableDef[] = [
       total_blocked_on_throttling_rules:DurationMs total_blocked_on_invoker_throttling:DurationMs
       total_blocked_on_invoker_memory:DurationMs total_blocked_on_concurrency_rules:DurationMs
       total_blocked_on_lock:DurationMs total_blocked_on_deployment_concurrency:DurationMs`),
-  },
-  {
-    name: 'sys_vqueue_meta',
-    columns: empty(`partition_key id:LargeUtf8 is_active:Boolean queue_is_paused:Boolean service_name:LargeUtf8
-      scope:LargeUtf8 limit_key:LargeUtf8 lock_name:LargeUtf8 created_at:TimestampMs last_enqueued_at:TimestampMs
-      last_start_at:TimestampMs last_attempt_at:TimestampMs last_finish_at:TimestampMs avg_queue_duration:DurationMs
-      avg_inbox_duration:DurationMs avg_run_duration:DurationMs avg_suspension_duration:DurationMs
-      avg_end_to_end_duration:DurationMs avg_blocked_on_concurrency_rules:DurationMs
-      avg_blocked_on_invoker_concurrency:DurationMs avg_blocked_on_invoker_throttling:DurationMs
-      avg_blocked_on_lock:DurationMs num_inbox:UInt64 num_running:UInt64 num_suspended:UInt64 num_paused:UInt64
-      num_finished:UInt64`),
   },
   {
     name: 'sys_vqueues',
@@ -550,6 +641,9 @@ export const INTROSPECTION_TABLES: readonly TableDef[] = [
   sysDeployment,
   sysSubscription,
   sysKafkaCluster,
+  sysRules,
+  sysVQueueMeta,
+  sysUserLimits,
   sysNode,
   sysPartition,
   ...EMPTY_TABLES,

@@ -99,6 +99,26 @@ CREATE FUNCTION ${S}.protobuf_uint(msg bytea, field integer) RETURNS bigint LANG
 CREATE FUNCTION ${S}.protobuf_string(msg bytea, field integer) RETURNS text LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
   AS $$ SELECT CASE WHEN f.wire = 2 THEN ${S}.utf8_or_null(f.bytes) END FROM ${S}.protobuf_field(msg, field) f $$;
 
+-- Flow control: the enabled rule of the limiter's rule book that applies to a counter (a scope; with l1 a first
+-- limit-key level; with l2 a second), the most specific first: an exact scope outranks '*', then level 1, then level 2.
+-- Reads the rule book with the owner's rights, as the views do.
+CREATE FUNCTION ${S}.rule_match(scope text, l1 text, l2 text, OUT pattern text, OUT concurrency bigint)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog AS $$
+  SELECT r.pattern, r.concurrency FROM ratchet.limit_rule r,
+    LATERAL (SELECT string_to_array(r.pattern, '/') AS p) c
+  WHERE NOT r.disabled AND r.concurrency IS NOT NULL
+    AND cardinality(c.p) = CASE WHEN l1 IS NULL THEN 1 WHEN l2 IS NULL THEN 2 ELSE 3 END
+    AND (c.p[1] = '*' OR c.p[1] = scope)
+    AND (l1 IS NULL OR c.p[2] = '*' OR c.p[2] = l1)
+    AND (l2 IS NULL OR c.p[3] = '*' OR c.p[3] = l2)
+  ORDER BY (CASE WHEN c.p[1] = '*' THEN 0 ELSE 4 END) + (CASE WHEN l1 IS NULL OR c.p[2] = '*' THEN 0 ELSE 2 END)
+    + (CASE WHEN l2 IS NULL OR c.p[3] = '*' THEN 0 ELSE 1 END) DESC
+  LIMIT 1 $$;
+CREATE FUNCTION ${S}.rule_limit(scope text, l1 text, l2 text) RETURNS bigint LANGUAGE sql STABLE
+  AS $$ SELECT (${S}.rule_match(scope, l1, l2)).concurrency $$;
+CREATE FUNCTION ${S}.rule_pattern(scope text, l1 text, l2 text) RETURNS text LANGUAGE sql STABLE
+  AS $$ SELECT (${S}.rule_match(scope, l1, l2)).pattern $$;
+
 -- DataFusion: a == b.
 CREATE FUNCTION ${S}.datafusion_eq(anycompatible, anycompatible) RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE
   AS $$ SELECT $1 = $2 $$;

@@ -59,6 +59,9 @@ export interface AttemptSpec {
    * so that the SDK's spans join the invocation's trace.
    */
   traceContext?: string | null | undefined;
+  /** Flow control: sent in Start from protocol V7 on (the SDK shows them in `ctx.request()`). */
+  scope?: string | null | undefined;
+  limitKey?: string | null | undefined;
 }
 
 /** The engine's hold on a running attempt: its effects to read, and the few things it asks of it. */
@@ -131,6 +134,8 @@ export class Invoker implements AttemptStarter {
           retryCountSinceLastStoredEntry: spec.retryCountSinceLastStoredEntry,
           durationSinceLastStoredEntry: BigInt(Math.max(0, spec.durationSinceLastStoredEntryMs)),
           randomSeed: spec.randomSeed,
+          ...(spec.scope == null ? {} : { scope: spec.scope }),
+          ...(spec.limitKey == null ? {} : { limitKey: spec.limitKey }),
         },
         protocolVersion,
       ),

@@ -81,6 +81,11 @@ export interface PromiseTable {
   get(ref: PromiseRef): Promise<PromiseRow | undefined>;
 }
 
+export interface VQueueTable {
+  listPaused(partitions: number[]): Promise<{ vqueueId: string; partitionId: number }[]>;
+  setPaused(partitionId: number, vqueueId: string, paused: boolean): Promise<void>;
+}
+
 export interface Storage {
   readonly invocations: InvocationTable;
   readonly journal: JournalTable;
@@ -90,6 +95,8 @@ export interface Storage {
   readonly outbox: OutboxTable;
   readonly stateMutations: StateMutationTable;
   readonly promises: PromiseTable;
+  /** Virtual queues paused through the admin API (flow control). */
+  readonly vqueues: VQueueTable;
   /** Commits a batch (see WriteBatch); rejects when it did not commit or its outcome is unknown. */
   submit(batch: WriteBatch): Promise<void>;
   /** The epoch this process holds `partition` at, or undefined when it does not hold it. */

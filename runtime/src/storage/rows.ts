@@ -43,6 +43,12 @@ export interface InvocationRow {
   expiresAt: Date | null;
   /** W3C trace context its spans are parented to: traceparent, then after a space its tracestate if any. */
   traceContext: string | null;
+  /** Flow control: the scope and limit key it was made with, and its virtual queue (only with flow control on). */
+  scope: string | null;
+  limitKey: string | null;
+  vqueueId: string | null;
+  /** Start of its last attempt; null while it has not started since it (last) became runnable under flow control. */
+  lastStartAt: Date | null;
 }
 
 /** A new invocation: the columns it is created with, as the row holds them, and how its insert is to be made. */
@@ -78,6 +84,9 @@ export interface NewInvocation extends Pick<
   attemptStartAt?: Date | null;
   /** The trace context its spans are parented to (see InvocationRow.traceContext). */
   traceContext?: string | null;
+  scope?: string | null;
+  limitKey?: string | null;
+  vqueueId?: string | null;
 }
 
 /** Columns the engine changes as an invocation progresses; undefined leaves a column untouched. */
@@ -271,5 +280,9 @@ export function insertedRow(row: NewInvocation, inboxSeq: bigint | null): Invoca
     failureMetadata: null,
     expiresAt: null,
     traceContext: row.traceContext ?? null,
+    scope: row.scope ?? null,
+    limitKey: row.limitKey ?? null,
+    vqueueId: row.vqueueId ?? null,
+    lastStartAt: row.attemptStartAt ?? null,
   };
 }

@@ -53,7 +53,9 @@ describe('flow-control identifiers', () => {
   it.each(['scoped', 'limited'])('fails a %s call from a handler with RT0024', async (handler) => {
     const res = await call(runtime.ingressUrl, `/Caller/${handler}`);
     expect(res.status).toBe(500);
-    expect((res.json as { message: string }).message).toMatch(/needs flow control \(vqueues\)/);
+    expect((res.json as { message: string }).message).toMatch(
+      /scoped invocations require flow control experimental feature to be enabled/,
+    );
     const row = await reader.row(res.headers.get('x-restate-id')!);
     expect(row?.last_failure_code).toBe('RT0024');
     expect(row?.retry_count).toBe(2);

@@ -60,10 +60,15 @@ describe('InvocationId test vectors (restate-server 1.7.12)', () => {
     expect(hex(unkeyed.subarray(8))).toBe(sha16('ik,Greeter,greet,idem-1'));
   });
 
-  it('hashes the scope into the uuid but keeps the partition key', () => {
+  it("hashes the scope into the uuid and puts a scoped invocation on its scope's partition key", () => {
     const wf = InvocationId.forWorkflow('Signup', 'u1', 'tenant-a');
     expect(hex(InvocationId.toRaw(wf).subarray(8))).toBe(sha16('wf,tenant-a,Signup,u1'));
-    expect(wf.slice(0, 16)).toBe('inv_1jkk5Pppv5gg');
+    expect(InvocationId.partitionKey(wf)).toBe(partitionKeyForKey('tenant-a'));
+    // Ids restate-server 1.7.12 gave (experimental-enable-vqueues): a scoped idempotent call and a scoped workflow.
+    expect(InvocationId.forIdempotent('Slow', undefined, 'run', 'idem1', 'scope1')).toBe(
+      'inv_10C1ZNkluGcx1SBq00l175dEMizQKAduSW',
+    );
+    expect(InvocationId.forWorkflow('Wf', 'w1', 'scope1')).toBe('inv_10C1ZNkluGcx4cAej9Ggq9G9JTsEUiF3Sq');
     const ik = InvocationId.forIdempotent('Counter', 'k3', 'add', 'c-1', 'tenant-a');
     expect(hex(InvocationId.toRaw(ik).subarray(8))).toBe(sha16('ik,tenant-a,Counter,k3,add,c-1'));
     const sk = InvocationId.forIdempotent('Greeter', undefined, 'greet', 'idem-1', 'tenant-a');

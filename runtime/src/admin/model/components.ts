@@ -23,6 +23,14 @@ import {
   SimpleKafkaClusterResponse,
   UpdateKafkaClusterRequest,
 } from './kafka-clusters.ts';
+import {
+  DeleteRuleRequest,
+  Precondition,
+  RuleResponse,
+  UpsertRuleRequest,
+  UserLimits,
+  VQueueParams,
+} from './limits.ts';
 import { QueryRequest, QueryResponse } from './query.ts';
 import {
   HandlerMetadata,
@@ -87,6 +95,11 @@ export const ADMIN_COMPONENTS: readonly TSchema[] = [
   QueryRequest,
   QueryResponse,
   RestartAsNewInvocationResponse,
+  UserLimits,
+  Precondition,
+  UpsertRuleRequest,
+  RuleResponse,
+  DeleteRuleRequest,
 ];
 
 /** The path parameters of every route, by the name the routes give them. */
@@ -97,4 +110,5 @@ export const ADMIN_PATH_PARAMETERS: readonly TObject[] = [
   KafkaClusterParams,
   SubscriptionParams,
   InvocationParams,
+  VQueueParams,
 ];

@@ -104,7 +104,17 @@ function operation(route: RouteInfo, doc: OperationDoc): Json {
     responses[s.status] = {
       description: s.description,
       ...(s.headers === undefined ? {} : { headers: s.headers }),
-      ...(s.schema === undefined ? {} : { content: { 'application/json': { schema: componentRef(s.schema) } } }),
+      ...(s.stringArray === true
+        ? { content: { 'application/json': { schema: { type: 'array', items: { type: 'string' } } } } }
+        : s.schema === undefined
+          ? {}
+          : {
+              content: {
+                'application/json': {
+                  schema: s.array === true ? { type: 'array', items: componentRef(s.schema) } : componentRef(s.schema),
+                },
+              },
+            }),
     };
   }
   for (const status of doc.errors) {
@@ -122,7 +132,12 @@ function operation(route: RouteInfo, doc: OperationDoc): Json {
       : {
           requestBody: {
             required: true,
-            content: { 'application/json': { schema: componentRef(doc.body) } },
+            content: {
+              'application/json': {
+                schema:
+                  doc.bodyIsArray === true ? { type: 'array', items: componentRef(doc.body) } : componentRef(doc.body),
+              },
+            },
           },
         }),
     responses,

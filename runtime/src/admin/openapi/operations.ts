@@ -23,6 +23,7 @@ import {
   SimpleKafkaClusterResponse,
   UpdateKafkaClusterRequest,
 } from '../model/kafka-clusters.ts';
+import { DeleteRuleRequest, RuleResponse, UpsertRuleRequest } from '../model/limits.ts';
 import { QueryRequest, QueryResponse } from '../model/query.ts';
 import {
   HandlerMetadata,
@@ -60,6 +61,8 @@ export type Tag =
   | 'cluster_health'
   | 'version'
   | 'introspection'
+  | 'rule'
+  | 'vqueue'
   | 'openapi';
 
 export interface SuccessDoc {
@@ -67,6 +70,10 @@ export interface SuccessDoc {
   description: string;
   /** Component of a JSON body; none = empty body. */
   schema?: TSchema;
+  /** The body is an array of `schema`. */
+  array?: boolean;
+  /** The body is an array of strings. */
+  stringArray?: boolean;
   headers?: Record<string, { description: string; schema: Record<string, unknown> }>;
 }
 
@@ -79,6 +86,8 @@ export interface OperationDoc {
   query?: TObject;
   /** Component of the JSON request body. */
   body?: TSchema;
+  /** The request body is an array of `body`. */
+  bodyIsArray?: boolean;
   success: SuccessDoc[];
   /** Error statuses, each described by a shared response (`components.responses`). */
   errors: number[];
@@ -95,6 +104,8 @@ export const TAGS: { name: Tag; description: string }[] = [
   { name: 'cluster_health', description: 'Cluster health: the runtime nodes and the partitions each one leads' },
   { name: 'version', description: 'API version' },
   { name: 'introspection', description: 'SQL over the introspection tables' },
+  { name: 'rule', description: 'Limiter rule book (flow control)' },
+  { name: 'vqueue', description: 'Virtual queue management (flow control, experimental)' },
   { name: 'openapi', description: 'This document' },
 ];
 
@@ -102,6 +113,50 @@ const LOCATION = { location: { description: 'Relative path of the created resour
 const EXTRACTION = [400, 415, 422];
 
 export const OPERATIONS: Record<string, OperationDoc> = {
+  'PUT /limits/rules': {
+    operationId: 'upsert_rules',
+    tag: 'rule',
+    summary: 'Upsert a batch of rules.',
+    description:
+      'Each entry carries an optional precondition: `does_not_exist` makes it a strict insert, `matches` refuses ' +
+      "the batch unless the rule's current version is the one given, none is unconditional. The whole batch is " +
+      'atomic: a failed precondition (409) or a bad entry (422) applies nothing. Concurrency limits are enforced ' +
+      'while flow control is enabled (`experimental-enable-vqueues`).',
+    body: UpsertRuleRequest,
+    bodyIsArray: true,
+    success: [{ status: '200', description: 'Rules upserted', schema: RuleResponse, array: true }],
+    errors: [...EXTRACTION, 409],
+  },
+  'POST /vqueues/{}/pause': {
+    operationId: 'pause_vqueue',
+    tag: 'vqueue',
+    summary: 'Pauses a virtual queue.',
+    description:
+      'Nothing of the queue starts until it is resumed (running attempts go on). Stored by the owner of the ' +
+      "queue's partition; 202 for any well-formed id. 400 for a malformed id.",
+    success: [{ status: '202', description: 'Virtual queue pause accepted' }],
+    errors: [400],
+  },
+  'POST /vqueues/{}/resume': {
+    operationId: 'resume_vqueue',
+    tag: 'vqueue',
+    summary: 'Resumes a virtual queue.',
+    description: 'What waited for the queue starts again, within the concurrency limits. 400 for a malformed id.',
+    success: [{ status: '202', description: 'Virtual queue resume accepted' }],
+    errors: [400],
+  },
+  'POST /limits/rules/bulk-delete': {
+    operationId: 'bulk_delete_rules',
+    tag: 'rule',
+    summary: 'Delete a batch of rules by pattern.',
+    description:
+      'An entry with `expected_version` requires the rule at exactly that version, or the batch fails (409); ' +
+      'without it the delete is unconditional and an absent pattern is skipped. Answers the patterns removed.',
+    body: DeleteRuleRequest,
+    bodyIsArray: true,
+    success: [{ status: '200', description: 'Patterns that were actually removed', stringArray: true }],
+    errors: [...EXTRACTION, 409],
+  },
   'POST /query': {
     operationId: 'query',
     tag: 'introspection',

@@ -17,6 +17,8 @@ export interface AdminRouteContext {
   readonly apiVersion: AdminApiVersion;
   /** The admin API's own OpenAPI document, built from the routes registered (served by `GET /openapi`). */
   readonly openApi: () => unknown;
+  /** restate's experimental feature flags and whether each is on (`GET /version`). */
+  readonly features: Readonly<Record<string, boolean>>;
 }
 
 export type AdminRoutes = (scope: FastifyInstance, ctx: AdminRouteContext) => void;

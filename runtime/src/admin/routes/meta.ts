@@ -14,8 +14,8 @@ export const metaRoutes: AdminRoutes = (scope, ctx) => {
       min_admin_api_version: MIN_ADMIN_API_VERSION,
       max_admin_api_version: MAX_ADMIN_API_VERSION,
       ingress_endpoint: ctx.ingressEndpoint,
-      // restate lists its experimental feature flags here; Ratchet has none, and clients only read the versions.
-      features: {},
+      // restate lists its experimental feature flags here (Ratchet: the ones it has).
+      features: { ...ctx.features },
     };
     return sendJson(reply, version);
   });

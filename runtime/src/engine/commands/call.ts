@@ -8,6 +8,35 @@ import { answerCall } from '../call-answer.ts';
 import type { CommandContext, Verdict } from './context.ts';
 import type { Command } from '../codec.ts';
 import { outboxWrite, type Write, type InsertInvocation } from '../../storage/api.ts';
+import { formatLimitKey, LimitKeyError, parseLimitKey, restrictedValueProblem } from '../../flow-control/names.ts';
+
+/**
+ * Why a call's scope or limit key cannot be used (RT0024, worded as restate-server 1.7.12 words it), or undefined.
+ * Without flow control any scope or limit key is refused.
+ */
+function flowControlProblem(
+  enabled: boolean,
+  cmd: { scope?: string | undefined; limitKey?: string | undefined },
+): string | undefined {
+  if (cmd.scope === undefined && cmd.limitKey === undefined) return undefined;
+  if (!enabled) {
+    return 'scoped invocations require flow control experimental feature to be enabled (Ratchet: set RATCHET_EXPERIMENTAL_ENABLE_VQUEUES=true, or remove the scope and limit key)';
+  }
+  if (cmd.scope === undefined) {
+    return 'limit key was provided without a scope. Limit keys take effect only when used in combination with scope';
+  }
+  const problem = restrictedValueProblem(cmd.scope);
+  if (problem !== undefined) return `the provided scope '${cmd.scope}' is invalid: ${problem}`;
+  if (cmd.limitKey !== undefined) {
+    try {
+      parseLimitKey(cmd.limitKey);
+    } catch (err) {
+      if (err instanceof LimitKeyError) return `the provided limit key '${cmd.limitKey}' is invalid: ${err.message}`;
+      throw err;
+    }
+  }
+  return undefined;
+}
 
 /** Call and one-way call (send): the callee is admitted in the same write (or asked of its owner through the outbox). */
 export function callCommand(c: CommandContext, cmd: Extract<Command, { kind: 'call' | 'oneWayCall' }>): Verdict {
@@ -15,18 +44,23 @@ export function callCommand(c: CommandContext, cmd: Extract<Command, { kind: 'ca
   switch (cmd.kind) {
     case 'call':
     case 'oneWayCall': {
-      if (cmd.scope !== undefined || cmd.limitKey !== undefined) {
-        reject(
-          'RT0024',
-          `the call to ${cmd.service}/${cmd.handler} uses ${cmd.scope !== undefined ? 'a scope' : 'a limit key'}, ` +
-            'which needs flow control (vqueues); Ratchet does not enable it, so remove the scope and limit key',
-        );
+      const flowProblem = flowControlProblem(p.options.flowControl === true, cmd);
+      if (flowProblem !== undefined) {
+        reject('RT0024', flowProblem);
         return 'stop';
       }
       const target = p.deps.registry.service(cmd.service);
       const handler = target?.schema.handlers.find((h) => h.name === cmd.handler);
       if (target === undefined || handler === undefined) {
         reject('RT0018', `the call targets ${cmd.service}/${cmd.handler}, which is not registered`);
+        return 'stop';
+      }
+      if (cmd.scope !== undefined && target.schema.ty !== 'Service') {
+        const ty = target.schema.ty === 'VirtualObject' ? 'Virtual Object' : target.schema.ty;
+        reject(
+          'RT0024',
+          `the call to ${cmd.service}/${cmd.handler} has a scope, which is not supported for ${ty} targets`,
+        );
         return 'stop';
       }
       const keyedTarget = target.schema.ty !== 'Service';
@@ -39,6 +73,8 @@ export function callCommand(c: CommandContext, cmd: Extract<Command, { kind: 'ca
         delayMs: cmd.kind === 'oneWayCall' && cmd.invokeTime > 0n ? Number(cmd.invokeTime) - now.getTime() : undefined,
         idempotencyKey: cmd.idempotencyKey,
         invokedBy: 'service',
+        scope: cmd.scope,
+        limitKey: cmd.limitKey === undefined ? undefined : formatLimitKey(parseLimitKey(cmd.limitKey)),
       };
       const { ctxRow, inputRaw } = p.roles.newInvocation(childReq, now, { id: ctx.id, target: ctx.target });
       p.startTrace(ctxRow, undefined, ctx.traceContext);

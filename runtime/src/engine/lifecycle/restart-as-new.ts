@@ -118,6 +118,10 @@ export async function restartAsNew(
     restartedFrom: id,
     deploymentId: pin.deploymentId,
     protocolVersion: pin.protocolVersion,
+    // Same partition, same queue: the restarted one keeps its scope, limit key and virtual queue.
+    scope: row.scope,
+    limitKey: row.limitKey,
+    vqueueId: row.vqueueId,
   };
   p.startTrace(newRow, undefined, row.traceContext);
   const op = newWriteBatch(row.partitionId);

@@ -7,6 +7,7 @@ import {
 import type { DeploymentChoice } from '../types.ts';
 import { type PartitionProcessor } from '../processor.ts';
 import { invocationWrite, type Write } from '../../storage/api.ts';
+import { rerun } from '../../flow-control/rerun.ts';
 
 /**
  * Resumes a paused or suspended invocation (one backing off retries at once; a running one is left alone).
@@ -34,7 +35,9 @@ export async function resume(
   const now = new Date();
   if (ctx.status === 'paused' || ctx.status === 'suspended') {
     ctx.toInvoked();
-    writes.push(invocationWrite.update(ctx.id, { status: 'invoked', awaiting: null, nextRetryAt: null }, now));
+    writes.push(
+      invocationWrite.update(ctx.id, { status: 'invoked', awaiting: null, nextRetryAt: null, ...rerun(ctx) }, now),
+    );
   } else if (ctx.attempt === undefined || ctx.attempt.isFinished) {
     // Backing off: the attempt starts now, and the backoff it skips is disarmed.
     const disarm = p.roles.disarmRetry(ctx);

@@ -4,6 +4,7 @@ import type * as codec from '../codec.ts';
 import { type InvocationCtx } from '../invocation.ts';
 import { type PartitionProcessor } from '../processor.ts';
 import { invocationWrite } from '../../storage/api.ts';
+import { rerun } from '../../flow-control/rerun.ts';
 
 export async function onSuspension(
   p: PartitionProcessor,
@@ -42,7 +43,7 @@ export async function recheckSuspended(p: PartitionProcessor, ctx: InvocationCtx
 
 export function resumeSuspended(p: PartitionProcessor, ctx: InvocationCtx): void {
   ctx.toInvoked();
-  p.write(ctx, [invocationWrite.update(ctx.id, { status: 'invoked', awaiting: null }, new Date())], () =>
+  p.write(ctx, [invocationWrite.update(ctx.id, { status: 'invoked', awaiting: null, ...rerun(ctx) }, new Date())], () =>
     p.observe(ctx, { kind: 'resumed', by: 'notification' }),
   );
   void p.roles.startAttempt(ctx);

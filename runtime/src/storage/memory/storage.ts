@@ -155,6 +155,20 @@ export class MemoryStorage implements Storage {
     get: (ref: PromiseRef): Promise<PromiseRow | undefined> =>
       Promise.resolve(this.tables.promises.get(promiseKeyOf(ref))),
   };
+  private readonly pausedQueues = new Map<string, number>();
+  readonly vqueues = {
+    listPaused: (partitions: number[]): Promise<{ vqueueId: string; partitionId: number }[]> =>
+      Promise.resolve(
+        [...this.pausedQueues]
+          .filter(([, p]) => partitions.includes(p))
+          .map(([vqueueId, partitionId]) => ({ vqueueId, partitionId })),
+      ),
+    setPaused: (partitionId: number, vqueueId: string, paused: boolean): Promise<void> => {
+      if (paused) this.pausedQueues.set(vqueueId, partitionId);
+      else this.pausedQueues.delete(vqueueId);
+      return Promise.resolve();
+    },
+  };
 
   /** Gives up `partition`: batches that write it are refused from now on (those queued already included). */
   release(partition: number): void {
@@ -551,6 +565,7 @@ const NO_PAYLOAD = {
 
 const INVOCATION_FIELDS = new Set([
   'status',
+  'lastStartAt',
   'deploymentId',
   'protocolVersion',
   'journalLength',

@@ -70,6 +70,26 @@ export class PgStorage implements Storage {
   };
   readonly stateMutations = { list: (partitions: number[]) => listStateMutations(this.pool, partitions) };
   readonly promises = { get: (ref: { service: string; key: string; name: string }) => getPromise(this.pool, ref) };
+  readonly vqueues = {
+    listPaused: async (partitions: number[]) => {
+      const res = await this.pool.query<{ vqueue_id: string; partition_id: number }>(
+        `SELECT vqueue_id, partition_id FROM ratchet.vqueue_pause WHERE partition_id = ANY($1::int[])`,
+        [partitions],
+      );
+      return res.rows.map((r) => ({ vqueueId: r.vqueue_id, partitionId: r.partition_id }));
+    },
+    setPaused: async (partitionId: number, vqueueId: string, paused: boolean) => {
+      if (paused) {
+        await this.pool.query(
+          `INSERT INTO ratchet.vqueue_pause (vqueue_id, partition_id, paused_at) VALUES ($1, $2, now())
+           ON CONFLICT (vqueue_id) DO NOTHING`,
+          [vqueueId, partitionId],
+        );
+      } else {
+        await this.pool.query(`DELETE FROM ratchet.vqueue_pause WHERE vqueue_id = $1`, [vqueueId]);
+      }
+    },
+  };
 
   submit(batch: WriteBatch): Promise<void> {
     const stmts: Stmt[] = new Array<Stmt>(batch.writes.length);

@@ -12,7 +12,7 @@ const COLUMNS = `id, partition_key::text, partition_id, service_name, service_ke
   deployment_id, protocol_version, idempotency_key, invoked_by, invoked_by_id, invoked_by_target, random_seed::text,
   journal_length, retry_count, retry_count_since_append, last_append_at, awaiting, inbox_seq::text, created_at, scheduled_start_at,
   completed_at, completion_retention_ms::text, journal_retention_ms::text, result_kind, output, failure_code,
-  failure_message, failure_metadata, expires_at, trace_context`;
+  failure_message, failure_metadata, expires_at, trace_context, scope, limit_key, vqueue_id, last_start_at`;
 
 function toRow(r: Record<string, unknown>): InvocationRow {
   return {
@@ -50,6 +50,10 @@ function toRow(r: Record<string, unknown>): InvocationRow {
     failureMetadata: r.failure_metadata as Record<string, string> | null,
     expiresAt: r.expires_at as Date | null,
     traceContext: r.trace_context as string | null,
+    scope: r.scope as string | null,
+    limitKey: r.limit_key as string | null,
+    vqueueId: r.vqueue_id as string | null,
+    lastStartAt: r.last_start_at as Date | null,
   };
 }
 
@@ -102,10 +106,10 @@ const INSERT_INVOCATION = `WITH ins AS (
                service_ty, handler_ty, status, idempotency_key, invoked_by, invoked_by_id, invoked_by_target, random_seed,
                journal_length, inbox_seq, created_at, modified_at, scheduled_start_at, completion_retention_ms,
                journal_retention_ms, last_append_at, restarted_from, deployment_id, protocol_version,
-               last_attempt_deployment_id, last_start_at, running_at, trace_context)
+               last_attempt_deployment_id, last_start_at, running_at, trace_context, scope, limit_key, vqueue_id)
              VALUES ($1, $2::bigint, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::bigint, $15,
                CASE WHEN $16::boolean THEN nextval('ratchet.inbox_seq') END, $17, $17, $18, $19, $20, $17, $22, $23, $24,
-               CASE WHEN $25::timestamptz IS NOT NULL THEN $23 END, $25, $25, $26)
+               CASE WHEN $25::timestamptz IS NOT NULL THEN $23 END, $25, $25, $26, $27, $28, $29)
              ON CONFLICT (id) DO NOTHING RETURNING id)
            INSERT INTO ratchet.journal (invocation_id, index, entry_type, raw, appended_at)
            SELECT id, 0, ${INPUT_COMMAND}, $21, $17 FROM ins RETURNING 1 AS inserted`;
@@ -148,6 +152,9 @@ export function insertInvocation(
       inv.protocolVersion ?? null,
       inv.attemptStartAt ?? null,
       inv.traceContext ?? null,
+      inv.scope ?? null,
+      inv.limitKey ?? null,
+      inv.vqueueId ?? null,
     ],
     ...(onInserted === undefined ? {} : { onResult: (rows) => onInserted(rows.length > 0) }),
   };
