@@ -64,6 +64,24 @@ const caller = restate.service({
   },
 });
 
+/** Over HTTP/1.1 request/response the SDK suspends on a sleep: a suspended invocation gives its permit back. */
+const events: string[] = [];
+const napper = restate.service({
+  name: 'Napper',
+  handlers: {
+    nap: async (ctx: restate.Context, tag: string): Promise<string> => {
+      await ctx.run('start', () => {
+        events.push(`${tag}:start`);
+      });
+      await ctx.sleep(700);
+      await ctx.run('end', () => {
+        events.push(`${tag}:end`);
+      });
+      return tag;
+    },
+  },
+});
+
 async function putRules(adminUrl: string, rules: unknown): Promise<{ status: number; body: unknown }> {
   const res = await fetch(`${adminUrl}/limits/rules`, {
     method: 'PUT',
@@ -92,6 +110,7 @@ describe('flow control (experimental-enable-vqueues)', () => {
   let client: pg.Client;
   let runtime: TestRuntime;
   let endpoint: SdkEndpoint;
+  let h1: SdkEndpoint;
 
   beforeAll(async () => {
     db = await createTestDatabase();
@@ -105,11 +124,14 @@ describe('flow control (experimental-enable-vqueues)', () => {
     });
     endpoint = await startEndpoint({ services: [work, caller], transport: 'h2' });
     await registerEndpoint(runtime, endpoint);
+    h1 = await startEndpoint({ services: [napper], transport: 'h1' });
+    await registerEndpoint(runtime, h1);
   });
 
   afterAll(async () => {
     await runtime?.stop();
     await endpoint?.close();
+    await h1?.close();
     await client?.end();
     await db?.drop();
   });
@@ -271,5 +293,41 @@ describe('flow control (experimental-enable-vqueues)', () => {
     expect(await bad.json()).toMatchObject({
       message: "The request field 'vqueue_id' is invalid. Reason: bad length",
     });
+  });
+
+  it('gives a permit back while an invocation is suspended, and takes one again to resume', async () => {
+    await putRules(runtime.adminUrl, [{ pattern: 'naps/*', limits: { concurrency: 1 } }]);
+    events.length = 0;
+    const a = await send(runtime.ingressUrl, '/restate/scope/naps/send/Napper/nap', 'A', 'k');
+    await waitFor(() => expect(events).toContain('A:start'), 10_000);
+    const b = await send(runtime.ingressUrl, '/restate/scope/naps/send/Napper/nap', 'B', 'k');
+    await settled([a, b]);
+    // B started while A slept (suspended), before A went on.
+    expect(events.indexOf('B:start')).toBeLessThan(events.indexOf('A:end'));
+    expect(events.filter((e) => e.endsWith(':start'))).toHaveLength(2);
+    await clearRules(runtime.adminUrl, ['naps/*']);
+  });
+
+  it('cancels a waiting invocation at once, without running it', async () => {
+    holdMs = 1_500;
+    await putRules(runtime.adminUrl, [{ pattern: 'cx/*', limits: { concurrency: 1 } }]);
+    const first = await send(runtime.ingressUrl, '/restate/scope/cx/send/Work/run', 'c#0', 'k');
+    const second = await send(runtime.ingressUrl, '/restate/scope/cx/send/Work/run', 'c#1', 'k');
+    await waitFor(() => expect(order).toContain('c#0'), 10_000);
+    const res = await fetch(`${runtime.adminUrl}/invocations/${second}/cancel`, { method: 'PATCH' });
+    expect(res.status).toBe(200);
+    await waitFor(async () => {
+      const row = await client.query<{ status: string; failure_code: number }>(
+        `SELECT status, failure_code FROM ratchet.invocation WHERE id = $1`,
+        [second],
+      );
+      expect(row.rows[0]).toMatchObject({ status: 'completed', failure_code: 409 });
+    }, 5_000);
+    // Long before the holder is done.
+    expect(order).not.toContain('c#1');
+    expect(running.get('c')).toBe(1);
+    await settled([first]);
+    expect(order).not.toContain('c#1');
+    await clearRules(runtime.adminUrl, ['cx/*']);
   });
 });

@@ -13,7 +13,11 @@ export async function cancel(
   const row = await p.deps.storage.invocations.get(id);
   if (row === undefined || isExpired(row)) return 'not_found';
   if (row.status === 'completed') return 'completed';
+  // Flow control: one still waiting for its first start has not started either.
+  const ctx = p.active.get(id);
+  const waiting =
+    ctx !== undefined && ctx.status === 'invoked' && p.flow.isWaiting(ctx) && (ctx.journal?.length ?? 1) <= 1;
   await p.roles.signal(id, { idx: CANCEL_SIGNAL }, { kind: 'void' });
   // One that has not started is failed without running anything: done, not merely accepted.
-  return row.status === 'scheduled' || row.status === 'inboxed' ? 'done' : 'accepted';
+  return row.status === 'scheduled' || row.status === 'inboxed' || waiting ? 'done' : 'accepted';
 }
