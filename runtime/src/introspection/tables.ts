@@ -539,6 +539,84 @@ const sysUserLimits: TableDef = {
     GROUP BY c.scope, c.l1, c.l2, c.level`,
 };
 
+/** Where an invocation of a virtual queue is: restate's stages and statuses, from its row. */
+const ENTRY_STAGE = `CASE WHEN ${FLOW_WAITING('i')} OR i.status IN ('inboxed', 'scheduled') THEN 'inbox'
+  WHEN i.status = 'invoked' THEN 'running' WHEN i.status = 'suspended' THEN 'suspended'
+  WHEN i.status = 'paused' THEN 'paused' ELSE 'finished' END`;
+const ENTRY_STATUS = `CASE WHEN i.status = 'completed' THEN CASE WHEN i.result_kind = 'failure' THEN 'failed' ELSE 'succeeded' END
+  WHEN ${FLOW_WAITING('i')} OR i.status IN ('inboxed', 'scheduled') THEN CASE WHEN i.last_start_at IS NULL AND i.running_at IS NULL THEN 'new' ELSE 'ready' END
+  WHEN i.status = 'invoked' THEN CASE WHEN i.next_retry_at IS NOT NULL THEN 'backing_off' ELSE 'started' END
+  ELSE i.status END`;
+/** The entries of virtual queues (sys_vqueues, sys_vqueue_entry_status): one per invocation with a queue. */
+const entryColumns = (queueColumn: string, atColumn: string, extended: boolean): ColumnDef[] => [
+  partitionKey('i'),
+  ...(queueColumn === 'id'
+    ? [{ name: 'id', type: 'LargeUtf8', sql: 'i.vqueue_id' } as ColumnDef]
+    : [
+        { name: 'entry_id', type: 'LargeUtf8', sql: 'i.id' } as ColumnDef,
+        { name: 'vqueue_id', type: 'LargeUtf8', sql: 'i.vqueue_id' } as ColumnDef,
+      ]),
+  { name: 'stage', type: 'LargeUtf8', sql: ENTRY_STAGE },
+  { name: 'status', type: 'LargeUtf8', sql: ENTRY_STATUS },
+  {
+    name: 'has_lock',
+    type: 'Boolean',
+    sql: `EXISTS (SELECT 1 FROM ratchet.keyed_lock l WHERE l.invocation_id = i.id)`,
+  },
+  {
+    name: atColumn,
+    type: 'TimestampMs',
+    sql: `CASE WHEN i.status = 'completed' THEN i.expires_at ELSE coalesce(i.next_retry_at, i.scheduled_start_at) END`,
+  },
+  { name: 'sequence_number', type: 'UInt64' },
+  ...(queueColumn === 'id' ? [{ name: 'entry_id', type: 'LargeUtf8', sql: 'i.id' } as ColumnDef] : []),
+  { name: 'entry_kind', type: 'LargeUtf8', sql: `'invocation'` },
+  { name: 'created_at', type: 'TimestampMs', sql: 'i.created_at' },
+  { name: 'transitioned_at', type: 'TimestampMs', sql: 'i.modified_at' },
+  {
+    name: 'num_attempts',
+    type: 'UInt32',
+    sql: 'CASE WHEN i.running_at IS NULL THEN 0 ELSE i.retry_count + 1 END',
+  },
+  { name: 'num_errors', type: 'UInt32', sql: 'i.retry_count' },
+  { name: 'num_pauses', type: 'UInt32' },
+  { name: 'num_suspensions', type: 'UInt32' },
+  { name: 'num_yields', type: 'UInt32' },
+  { name: 'first_attempt_at', type: 'TimestampMs', sql: 'i.running_at' },
+  { name: 'latest_attempt_at', type: 'TimestampMs', sql: 'i.last_start_at' },
+  { name: 'first_runnable_at', type: 'TimestampMs', sql: 'coalesce(i.scheduled_start_at, i.created_at)' },
+  { name: 'deployment', type: 'LargeUtf8', sql: 'i.deployment_id' },
+  ...(extended
+    ? empty(`needed_memory:UInt64`).concat(
+        [
+          { name: 'retry_attempts', type: 'UInt32', sql: 'i.retry_count' } as ColumnDef,
+          {
+            name: 'retry_count_since_last_stored_command',
+            type: 'UInt32',
+            sql: 'i.retry_count_since_append',
+          } as ColumnDef,
+        ],
+        empty(`latest_attempt_blocked_on_invoker_concurrency:DurationMs latest_attempt_blocked_on_throttling_rules:DurationMs
+          latest_attempt_blocked_on_invoker_throttling:DurationMs latest_attempt_blocked_on_invoker_memory:DurationMs
+          latest_attempt_blocked_on_concurrency_rules:DurationMs latest_attempt_blocked_on_lock:DurationMs
+          latest_attempt_blocked_on_deployment_concurrency:DurationMs total_blocked_on_invoker_concurrency:DurationMs
+          total_blocked_on_throttling_rules:DurationMs total_blocked_on_invoker_throttling:DurationMs
+          total_blocked_on_invoker_memory:DurationMs total_blocked_on_concurrency_rules:DurationMs
+          total_blocked_on_lock:DurationMs total_blocked_on_deployment_concurrency:DurationMs`),
+      )
+    : []),
+];
+const sysVQueues: TableDef = {
+  name: 'sys_vqueues',
+  columns: entryColumns('id', 'run_at', false),
+  from: 'FROM ratchet.invocation i WHERE i.vqueue_id IS NOT NULL',
+};
+const sysVQueueEntryStatus: TableDef = {
+  name: 'sys_vqueue_entry_status',
+  columns: entryColumns('entry', 'next_at', true),
+  from: 'FROM ratchet.invocation i WHERE i.vqueue_id IS NOT NULL',
+};
+
 // Tables of restate features Ratchet does not have (journal events, flow control): present, always empty.
 const EMPTY_TABLES: TableDef[] = [
   {
@@ -557,28 +635,6 @@ const EMPTY_TABLES: TableDef[] = [
       throttling_rules_block_duration:DurationMs invoker_throttling_block_duration:DurationMs
       invoker_memory_block_duration:DurationMs concurrency_rules_block_duration:DurationMs lock_block_duration:DurationMs
       deployment_concurrency_block_duration:DurationMs`),
-  },
-  {
-    name: 'sys_vqueue_entry_status',
-    columns: empty(`partition_key entry_id:LargeUtf8 vqueue_id:LargeUtf8 stage:LargeUtf8 status:LargeUtf8
-      has_lock:Boolean next_at:TimestampMs sequence_number:UInt64 entry_kind:LargeUtf8 created_at:TimestampMs
-      transitioned_at:TimestampMs num_attempts:UInt32 num_errors:UInt32 num_pauses:UInt32 num_suspensions:UInt32
-      num_yields:UInt32 first_attempt_at:TimestampMs latest_attempt_at:TimestampMs first_runnable_at:TimestampMs
-      deployment:LargeUtf8 needed_memory:UInt64 retry_attempts:UInt32 retry_count_since_last_stored_command:UInt32
-      latest_attempt_blocked_on_invoker_concurrency:DurationMs latest_attempt_blocked_on_throttling_rules:DurationMs
-      latest_attempt_blocked_on_invoker_throttling:DurationMs latest_attempt_blocked_on_invoker_memory:DurationMs
-      latest_attempt_blocked_on_concurrency_rules:DurationMs latest_attempt_blocked_on_lock:DurationMs
-      latest_attempt_blocked_on_deployment_concurrency:DurationMs total_blocked_on_invoker_concurrency:DurationMs
-      total_blocked_on_throttling_rules:DurationMs total_blocked_on_invoker_throttling:DurationMs
-      total_blocked_on_invoker_memory:DurationMs total_blocked_on_concurrency_rules:DurationMs
-      total_blocked_on_lock:DurationMs total_blocked_on_deployment_concurrency:DurationMs`),
-  },
-  {
-    name: 'sys_vqueues',
-    columns: empty(`partition_key id:LargeUtf8 stage:LargeUtf8 status:LargeUtf8 has_lock:Boolean run_at:TimestampMs
-      sequence_number:UInt64 entry_id:LargeUtf8 entry_kind:LargeUtf8 created_at:TimestampMs transitioned_at:TimestampMs
-      num_attempts:UInt32 num_errors:UInt32 num_pauses:UInt32 num_suspensions:UInt32 num_yields:UInt32
-      first_attempt_at:TimestampMs latest_attempt_at:TimestampMs first_runnable_at:TimestampMs deployment:LargeUtf8`),
   },
 ];
 
@@ -644,6 +700,8 @@ export const INTROSPECTION_TABLES: readonly TableDef[] = [
   sysRules,
   sysVQueueMeta,
   sysUserLimits,
+  sysVQueues,
+  sysVQueueEntryStatus,
   sysNode,
   sysPartition,
   ...EMPTY_TABLES,

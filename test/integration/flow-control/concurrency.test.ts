@@ -173,6 +173,12 @@ describe('flow control (experimental-enable-vqueues)', () => {
       [ids],
     );
     expect(Number(pending.rows[0]!.n)).toBeGreaterThanOrEqual(2);
+    const entries = await client.query<{ stage: string; status: string; n: string }>(
+      `SELECT stage, status, count(*) AS n FROM ratchet_sql.sys_vqueue_entry_status
+        WHERE entry_id = ANY($1::text[]) AND stage = 'inbox' GROUP BY stage, status`,
+      [ids],
+    );
+    expect(entries.rows).toEqual([{ stage: 'inbox', status: 'new', n: pending.rows[0]!.n }]);
     await settled(ids);
     expect(peak.get('k1')).toBe(1);
     expect(peak.get('k2')).toBe(1);
