@@ -589,12 +589,12 @@ const entryColumns = (queueColumn: string, atColumn: string, extended: boolean):
   ...(extended
     ? empty(`needed_memory:UInt64`).concat(
         [
-          { name: 'retry_attempts', type: 'UInt32', sql: 'i.retry_count' } as ColumnDef,
+          { name: 'retry_attempts', type: 'UInt32', sql: 'i.retry_count' },
           {
             name: 'retry_count_since_last_stored_command',
             type: 'UInt32',
             sql: 'i.retry_count_since_append',
-          } as ColumnDef,
+          },
         ],
         empty(`latest_attempt_blocked_on_invoker_concurrency:DurationMs latest_attempt_blocked_on_throttling_rules:DurationMs
           latest_attempt_blocked_on_invoker_throttling:DurationMs latest_attempt_blocked_on_invoker_memory:DurationMs
