@@ -21,11 +21,11 @@ function describeType(v: unknown): string {
   return `${typeof v} \`${JSON.stringify(v)}\``;
 }
 
-function entries(body: unknown): Record<string, unknown>[] {
+function entries(body: unknown, struct: string): Record<string, unknown>[] {
   if (!Array.isArray(body)) throw shape(`invalid type: ${describeType(body)}, expected a sequence`);
   return body.map((e, i) => {
     if (typeof e !== 'object' || e === null || Array.isArray(e)) {
-      throw shape(`[${i}]: invalid type: ${describeType(e)}, expected a struct`);
+      throw shape(`[${i}]: invalid type: ${describeType(e)}, expected struct ${struct}`);
     }
     return e as Record<string, unknown>;
   });
@@ -83,7 +83,7 @@ function precondition(v: unknown, i: number): Precondition {
 }
 
 export function parseUpsertRules(body: unknown): RuleUpsert[] {
-  return entries(body).map((e, i) => {
+  return entries(body, 'UpsertRuleRequest').map((e, i) => {
     const p = pattern(e, i);
     let concurrency: number | undefined;
     if (e.limits !== undefined && e.limits !== null) {
@@ -112,7 +112,7 @@ export function parseUpsertRules(body: unknown): RuleUpsert[] {
 }
 
 export function parseDeleteRules(body: unknown): RuleDelete[] {
-  return entries(body).map((e, i) => ({
+  return entries(body, 'DeleteRuleRequest').map((e, i) => ({
     pattern: pattern(e, i),
     expectedVersion:
       e.expected_version === undefined || e.expected_version === null

@@ -72,7 +72,6 @@ export function applyUpserts(
 ): { rules: Map<string, StoredRule>; changed: Set<string> } {
   const rules = new Map(current);
   const changed = new Set<string>();
-  const created = new Set<string>();
   for (const u of batch) {
     const key = u.pattern.text;
     const existing = rules.get(key);
@@ -94,7 +93,6 @@ export function applyUpserts(
         lastModified: now,
       });
       changed.add(key);
-      created.add(key);
       continue;
     }
     const runtimeChange = existing.concurrency !== u.concurrency || existing.disabled !== u.disabled;
@@ -104,8 +102,8 @@ export function applyUpserts(
         concurrency: u.concurrency,
         description: u.description,
         disabled: u.disabled,
-        // A rule created earlier in the same batch is still that new rule.
-        version: created.has(key) ? existing.version : existing.version + 1,
+        // Also for a rule created earlier in the same batch (restate-server 1.7.12 does the same).
+        version: existing.version + 1,
         lastModified: now,
       });
       changed.add(key);

@@ -143,9 +143,9 @@ describe('rule book batches', () => {
     expect(same.changed.size).toBe(0);
     const described = applyUpserts(book, [up('a/*', 2, { description: 'x' })], 9, now);
     expect(described.rules.get('a/*')).toMatchObject({ version: 8, description: 'x' });
-    // Created and changed in one batch: still the new rule.
+    // Created and changed in one batch: created at the book's version, then one more (as restate does).
     const dup = applyUpserts(new Map(), [up('d/x', 1), up('d/x', 2)], 20, now);
-    expect(dup.rules.get('d/x')).toMatchObject({ version: 20, concurrency: 2 });
+    expect(dup.rules.get('d/x')).toMatchObject({ version: 21, concurrency: 2 });
   });
 
   it('refuses a whole batch on a failed precondition, in restate’s words', () => {
