@@ -23,15 +23,22 @@ export interface RulePattern {
 
 export class PatternError extends Error {}
 
+/** Rust's `str::trim`: Unicode White_Space at both ends (unlike JavaScript's `trim`, not U+FEFF). */
+const RUST_WHITESPACE = '[\\t\\n\\v\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]';
+const TRIM = new RegExp(`^${RUST_WHITESPACE}+|${RUST_WHITESPACE}+$`, 'g');
+function rustTrim(text: string): string {
+  return text.replace(TRIM, '');
+}
+
 export function parseRulePattern(input: string): RulePattern {
-  const text = input.trim();
+  const text = rustTrim(input);
   if (text === '') throw new PatternError('pattern cannot be empty');
   const parts = text.split('/');
   // One trailing slash is not a component (`scope1/*/` is `scope1/*`).
   if (parts.length > 1 && parts[parts.length - 1] === '') parts.pop();
   if (parts.length > 3) throw new PatternError('too many path components (max 3)');
   const components = parts.map((part) => {
-    const value = part.trim();
+    const value = rustTrim(part);
     if (value === '*') return undefined;
     const problem = restrictedValueProblem(value);
     if (problem !== undefined) throw new PatternError(`invalid component: ${problem}`);

@@ -18,7 +18,8 @@ function describeType(v: unknown): string {
   if (typeof v === 'object') return 'map';
   if (typeof v === 'string') return `string ${JSON.stringify(v)}`;
   if (typeof v === 'number') return Number.isInteger(v) ? `integer \`${v}\`` : `floating point \`${v}\``;
-  return `${typeof v} \`${JSON.stringify(v)}\``;
+  if (typeof v === 'boolean') return `boolean \`${v}\``;
+  return typeof v;
 }
 
 function entries(body: unknown, struct: string): Record<string, unknown>[] {
@@ -76,8 +77,11 @@ function precondition(v: unknown, i: number): Precondition {
       if (!('version' in p)) throw shape(`${where}: missing field \`version\``);
       return { type: 'matches', version: u32(p.version, `${where}.version`) };
     default:
+      if (typeof p.type !== 'string') {
+        throw shape(`${where}.type: invalid type: ${describeType(p.type)}, expected variant identifier`);
+      }
       throw shape(
-        `${where}.type: unknown variant \`${String(p.type)}\`, expected one of \`none\`, \`matches\`, \`does_not_exist\``,
+        `${where}.type: unknown variant \`${p.type}\`, expected one of \`none\`, \`matches\`, \`does_not_exist\``,
       );
   }
 }
