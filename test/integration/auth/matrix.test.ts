@@ -187,6 +187,8 @@ function fillParams(url: string, method: string): string {
     id: unknown.invocation,
     cluster_name: 'no-such-kafka-cluster',
     subscription: unknown.subscription,
+    // Malformed: refused (400) by an open route, never applied.
+    vqueue_id: 'vq_123',
   };
   return url.replace(/:([A-Za-z_]+)/g, (_m, name: string) => {
     const value = values[name];

@@ -119,6 +119,8 @@ for (const backend of BACKENDS) {
           lastAppendAt,
           awaiting,
           inboxSeq: null,
+          // The row shows when its last attempt started (flow control reads it to tell running from waiting).
+          lastStartAt: at(1_000),
         });
         expect(await s.invocations.get('no-such-invocation')).toBeUndefined();
 
