@@ -2,7 +2,7 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
+    include: ['test/**/*.test.ts', 'console/test/**/*.test.ts'],
     // One embedded PostgreSQL for the run; each test file creates its own database on it.
     globalSetup: ['test/support/global-setup.ts'],
     // Promise.withResolvers for the Restate SDK on Node 20.

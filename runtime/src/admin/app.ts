@@ -27,6 +27,7 @@ import type { SubscriptionStatusResponse } from './model/subscriptions.ts';
 import type { ErrorDescriptionResponse } from './model/errors.ts';
 import { buildAdminOpenApi, type RouteInfo } from './openapi/document.ts';
 import { sendJson } from './reply.ts';
+import { consoleRoutes, isConsoleAsset } from './console.ts';
 import type { AdminApiVersion } from './request.ts';
 import type { AdminRouteContext, AdminRoutes } from './routes/context.ts';
 import { clusterRoutes } from './routes/cluster.ts';
@@ -141,6 +142,8 @@ export function buildAdminApp(deps: AdminDeps): FastifyInstance {
   if (auth !== undefined) {
     // Before the body is read, and before any route (or 404/405) answers anything.
     app.addHook('onRequest', async (req) => {
+      // The console's static files hold no data: the login page must load without a token.
+      if (isConsoleAsset(req.method, (req.raw.url ?? '/').split('?')[0] ?? '/')) return;
       authorize(await auth.authenticate(req.headers.authorization), 'admin');
     });
   }
@@ -163,7 +166,9 @@ export function buildAdminApp(deps: AdminDeps): FastifyInstance {
   const described: RouteInfo[] = [];
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
-    if (!/^\/v\d+(\/|$)/.test(route.url)) for (const m of methods) described.push({ method: m, url: route.url });
+    // The OpenAPI document describes the API: not its versioned copies, not the console's files.
+    if (!/^\/v\d+(\/|$)/.test(route.url) && !route.url.startsWith('/ui'))
+      for (const m of methods) described.push({ method: m, url: route.url });
     const entry = known.get(route.url) ?? { pattern: routePattern(route.url), methods: new Set<string>() };
     for (const m of methods) entry.methods.add(m.toUpperCase());
     if (entry.methods.has('GET')) entry.methods.add('HEAD');
@@ -209,6 +214,9 @@ export function buildAdminApp(deps: AdminDeps): FastifyInstance {
       { prefix },
     );
   }
+
+  // The web console, at the root only (not under /v2…/v4).
+  consoleRoutes(app);
 
   app.setNotFoundHandler((req, reply) => {
     const path = (req.raw.url ?? '/').split('?')[0] ?? '/';

@@ -1,0 +1,135 @@
+import { html } from 'htm/preact';
+import { useState } from 'preact/hooks';
+import { api, lit, query, type Row } from '../api.ts';
+import { ErrorBox, messageOf, Show, text, useLoad } from '../ui.ts';
+
+/** An admin action on the invocation: confirmed first; the API's message is shown when it refuses. */
+interface Action {
+  readonly label: string;
+  readonly method: string;
+  readonly path: (id: string) => string;
+  readonly confirm: string;
+}
+
+const ACTIONS: readonly Action[] = [
+  {
+    label: 'Cancel',
+    method: 'PATCH',
+    path: (id) => `/invocations/${id}/cancel`,
+    confirm: 'Cancel this invocation? Its handler sees the cancellation and can compensate.',
+  },
+  {
+    label: 'Kill',
+    method: 'PATCH',
+    path: (id) => `/invocations/${id}/kill`,
+    confirm: 'Kill this invocation? It stops at once, without compensation.',
+  },
+  { label: 'Pause', method: 'PATCH', path: (id) => `/invocations/${id}/pause`, confirm: 'Pause this invocation?' },
+  {
+    label: 'Resume',
+    method: 'PATCH',
+    path: (id) => `/invocations/${id}/resume`,
+    confirm: 'Resume this invocation on its pinned deployment?',
+  },
+  {
+    label: 'Purge',
+    method: 'PATCH',
+    path: (id) => `/invocations/${id}/purge`,
+    confirm: 'Purge this completed invocation and its journal?',
+  },
+];
+
+/** One invocation: target, status and why, the journal as a timeline, and the actions. */
+export function Invocation({ id }: { id: string }) {
+  const [message, setMessage] = useState<{ kind: 'ok' | 'error'; text: string } | undefined>();
+  const [loaded, reload] = useLoad(
+    async () => {
+      const [inv] = await query(`SELECT * FROM sys_invocation WHERE id = ${lit(id)}`);
+      const journal = await query(
+        `SELECT index, entry_type, name, appended_at, entry_lite_json FROM sys_journal WHERE id = ${lit(id)} ORDER BY index`,
+      );
+      return { inv, journal };
+    },
+    [id],
+    3000,
+  );
+  const act = async (a: Action) => {
+    if (!window.confirm(a.confirm)) return;
+    try {
+      await api(a.method, a.path(encodeURIComponent(id)));
+      setMessage({ kind: 'ok', text: `${a.label}: accepted` });
+      reload();
+    } catch (err) {
+      setMessage({ kind: 'error', text: `${a.label} refused: ${messageOf(err)}` });
+    }
+  };
+  return html`<section>
+    <h1>Invocation <code>${id}</code></h1>
+    <${Show} loaded=${loaded}>
+      ${(v: { inv: Row | undefined; journal: Row[] }) => {
+        const inv = v.inv;
+        if (inv === undefined) return html`<${ErrorBox} message=${`No invocation ${id} (never made, or purged)`} />`;
+        const code = inv.last_failure_error_code;
+        return html`
+          <dl class="facts">
+            <dt>Target</dt>
+            <dd>${text(inv.target)}</dd>
+            <dt>Status</dt>
+            <dd>
+              <span class=${`status status-${String(inv.status)}`} data-testid="status">${text(inv.status)}</span>
+            </dd>
+            <dt>Deployment</dt>
+            <dd><code>${text(inv.pinned_deployment_id)}</code></dd>
+            <dt>Created</dt>
+            <dd>${text(inv.created_at)}</dd>
+            <dt>Retries</dt>
+            <dd>${text(inv.retry_count)}</dd>
+            ${
+              inv.completion_result
+                ? html`<dt>Result</dt>
+                    <dd>
+                      ${text(inv.completion_result)} ${inv.completion_failure ? text(inv.completion_failure) : ''}
+                    </dd>`
+                : null
+            }
+            ${
+              inv.invoked_by_id
+                ? html`<dt>Called by</dt>
+                    <dd>
+                      <a href=${`#/invocation/${text(inv.invoked_by_id)}`}><code>${text(inv.invoked_by_id)}</code></a>
+                    </dd>`
+                : null
+            }
+          </dl>
+          ${
+            inv.last_failure
+              ? html`<div class="failure" role="status">
+                  <h2>Last failure</h2>
+                  <p>
+                    ${code ? html`<a href=${`/ui/errors/${text(code)}`} target="_blank" rel="noopener"><code>${text(code)}</code></a> ` : null}
+                    <span data-testid="last-failure">${text(inv.last_failure)}</span>
+                  </p>
+                </div>`
+              : null
+          }
+          <div class="actions" role="group" aria-label="Actions">
+            ${ACTIONS.map((a) => html`<button type="button" onClick=${() => void act(a)}>${a.label}</button>`)}
+          </div>
+          ${message ? html`<p class=${message.kind === 'ok' ? 'notice' : 'error'} role="alert">${message.text}</p>` : null}
+          <h2>Journal</h2>
+          <ol class="timeline" aria-label="Journal">
+            ${v.journal.map(
+              (e) =>
+                html`<li>
+                  <span class="index">${text(e.index)}</span>
+                  <strong>${text(e.entry_type)}</strong>${e.name ? html` <em>${text(e.name)}</em>` : null}
+                  <time>${text(e.appended_at)}</time>
+                  ${e.entry_lite_json ? html`<pre>${text(e.entry_lite_json)}</pre>` : null}
+                </li>`,
+            )}
+          </ol>
+        `;
+      }}
+    <//>
+  </section>`;
+}

@@ -1,0 +1,175 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as restate from '@restatedev/restate-sdk';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { jwks, mint, newKey, nowSeconds } from '../../test/integration/auth/support.ts';
+import { call, startTestRuntime, type TestRuntime } from '../../test/integration/support/runtime.ts';
+import { createTestDatabase, type TestDatabase } from '../../test/support/postgres.ts';
+import { registerEndpoint } from '../../test/support/registration.ts';
+import { startEndpoint, type SdkEndpoint } from '../../test/support/sdk-endpoint.ts';
+import { launch, SCREENSHOTS } from './browser.ts';
+
+/**
+ * The web console in a real browser (Debian's chromium, headless) against a real runtime and SDK service: find a
+ * stuck invocation by filter, read its retry error, open its timeline, fix the service, resume it and watch it
+ * complete; a refused action shows the API's message; in managed mode the console asks for a token and shows no data
+ * before it has one.
+ */
+
+let broken = true;
+const payments = restate.service({
+  name: 'Payments',
+  handlers: {
+    charge: async (ctx: restate.Context, amount: number): Promise<string> => {
+      const receipt = await ctx.run('reserve', () => `reserved ${amount}`);
+      if (broken) throw new Error('payment gateway down');
+      return `${receipt}, charged`;
+    },
+  },
+});
+
+/** Accepts the confirmation of every action. */
+function dialogsAccepted(page: Page): void {
+  page.on('dialog', (d) => void d.accept());
+}
+
+describe('the console (dev mode)', () => {
+  let db: TestDatabase;
+  let runtime: TestRuntime;
+  let endpoint: SdkEndpoint;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    runtime = await startTestRuntime(db.url, {
+      RATCHET_RETRY_INITIAL_INTERVAL: '20ms',
+      RATCHET_RETRY_MAX_ATTEMPTS: '2',
+      RATCHET_RETRY_ON_MAX_ATTEMPTS: 'pause',
+    });
+    endpoint = await startEndpoint({ services: [payments], transport: 'h2' });
+    await registerEndpoint(runtime, endpoint);
+    browser = await launch();
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await runtime?.stop();
+    await endpoint?.close();
+    await db?.drop();
+  });
+
+  it('finds a stuck invocation, shows why, and resumes it once the service is fixed', async () => {
+    broken = true;
+    const sent = await call(runtime.ingressUrl, '/Payments/charge/send', 42);
+    expect(sent.status).toBe(202);
+    const id = (sent.json as { invocationId: string }).invocationId;
+
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    dialogsAccepted(page);
+    await page.goto(`${runtime.adminUrl}/ui/`);
+    // Overview: the service, its deployment, the counts (refreshed until the invocation is paused).
+    await expect.poll(() => page.locator('table').first().textContent(), { timeout: 15_000 }).toContain('Payments');
+    await expect
+      .poll(() => page.getByLabel('Invocations by status').textContent(), { timeout: 15_000 })
+      .toContain('paused');
+    await page.screenshot({ path: `${SCREENSHOTS}overview.png`, fullPage: true });
+
+    // The list, filtered by status through the form.
+    await page.getByRole('link', { name: 'Invocations', exact: true }).click();
+    await page.getByLabel('Status').selectOption('paused');
+    await page.getByLabel('Service').fill('Payments');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await expect.poll(() => page.locator('table.invocations tbody').textContent(), { timeout: 15_000 }).toContain(id);
+    await page.screenshot({ path: `${SCREENSHOTS}invocations.png`, fullPage: true });
+
+    // The detail: status, the retry error, the journal.
+    await page.getByRole('link', { name: id }).click();
+    await expect.poll(() => page.getByTestId('status').textContent(), { timeout: 15_000 }).toBe('paused');
+    expect(await page.getByTestId('last-failure').textContent()).toContain('payment gateway down');
+    const journal = await page.getByLabel('Journal').textContent();
+    expect(journal).toContain('Command: Input');
+    expect(journal).toContain('Command: Run');
+    expect(journal).toContain('reserve');
+    await page.screenshot({ path: `${SCREENSHOTS}invocation-paused.png`, fullPage: true });
+
+    // Fixed: resume, and it completes.
+    broken = false;
+    await page.getByRole('button', { name: 'Resume' }).click();
+    await expect.poll(() => page.getByTestId('status').textContent(), { timeout: 20_000 }).toBe('completed');
+    await page.screenshot({ path: `${SCREENSHOTS}invocation-completed.png`, fullPage: true });
+
+    // A refused action shows the API's message.
+    await page.getByRole('button', { name: 'Resume' }).click();
+    await expect
+      .poll(() => page.getByRole('alert').textContent(), { timeout: 10_000 })
+      .toMatch(/Resume refused: 4\d\d: .+/);
+    await page.close();
+  });
+
+  it('serves its files without a CDN and with a strict content security policy', async () => {
+    const res = await fetch(`${runtime.adminUrl}/ui/`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-security-policy')).toContain("script-src 'self'");
+    const html = await res.text();
+    expect(html).not.toMatch(/https?:\/\//);
+    const js = await fetch(`${runtime.adminUrl}/ui/app.js`);
+    expect(js.headers.get('content-type')).toContain('javascript');
+    expect((await fetch(`${runtime.adminUrl}/ui/nothing.js`)).status).toBe(404);
+    const doc = await fetch(`${runtime.adminUrl}/ui/errors/RT0024`);
+    expect(await doc.text()).toContain('# RT0024');
+  });
+});
+
+describe('the console (managed mode)', () => {
+  const key = newKey('ed25519');
+  let dir: string;
+  let db: TestDatabase;
+  let runtime: TestRuntime;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'ratchet-console-'));
+    writeFileSync(join(dir, 'keys.json'), jwks({ key, kid: 'k1' }));
+    db = await createTestDatabase();
+    runtime = await startTestRuntime(db.url, {
+      RATCHET_CLUSTER_NAME: 'console',
+      RATCHET_AUTH_KEYS_FILE: join(dir, 'keys.json'),
+    });
+    browser = await launch();
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await runtime?.stop();
+    await db?.drop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('asks for a token, shows no data without one, and works with one', async () => {
+    const page = await browser.newPage();
+    const apiCalls: string[] = [];
+    page.on('response', (r) => {
+      if (!r.url().includes('/ui')) apiCalls.push(`${r.status()} ${new URL(r.url()).pathname}`);
+    });
+    await page.goto(`${runtime.adminUrl}/ui/`);
+    await expect.poll(() => page.getByRole('button', { name: 'Sign in' }).count(), { timeout: 15_000 }).toBe(1);
+    expect(await page.locator('table').count()).toBe(0);
+    // Everything the console asked the API for without a token was refused.
+    expect(apiCalls.every((c) => c.startsWith('401'))).toBe(true);
+    await page.screenshot({ path: `${SCREENSHOTS}login.png` });
+
+    await page.getByLabel('Access token').fill('not-a-token');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect.poll(() => page.getByRole('alert').textContent(), { timeout: 10_000 }).toMatch(/^401/);
+
+    const token = await mint(key, { aud: 'console', role: 'admin', iat: nowSeconds(), exp: nowSeconds() + 600 }, 'k1');
+    await page.getByLabel('Access token').fill(token);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect.poll(() => page.getByRole('heading', { name: 'Overview' }).count(), { timeout: 15_000 }).toBe(1);
+    // Kept for the session only, not in local storage.
+    expect(await page.evaluate('localStorage.length')).toBe(0);
+    await page.close();
+  });
+});
