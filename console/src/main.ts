@@ -4,6 +4,7 @@ import { api, setToken, token, whenUnauthorized } from './api.ts';
 import { Invocation } from './pages/invocation.ts';
 import { Invocations } from './pages/invocations.ts';
 import { Overview } from './pages/overview.ts';
+import { Sql } from './pages/sql.ts';
 import { useRoute } from './router.ts';
 import { ErrorBox, messageOf } from './ui.ts';
 
@@ -56,7 +57,12 @@ function App() {
       <nav aria-label="Main">
         <strong>Ratchet</strong>
         <a href="#/" aria-current=${route.page === 'overview' ? 'page' : undefined}>Overview</a>
-        <a href="#/invocations" aria-current=${route.page !== 'overview' ? 'page' : undefined}>Invocations</a>
+        <a
+          href="#/invocations"
+          aria-current=${route.page === 'invocations' || route.page === 'invocation' ? 'page' : undefined}
+          >Invocations</a
+        >
+        <a href="#/sql" aria-current=${route.page === 'sql' ? 'page' : undefined}>SQL</a>
         ${
           token() === undefined
             ? null
@@ -76,6 +82,7 @@ function App() {
       ${route.page === 'overview' ? html`<${Overview} />` : null}
       ${route.page === 'invocations' ? html`<${Invocations} filters=${route.params} />` : null}
       ${route.page === 'invocation' && route.id !== undefined ? html`<${Invocation} id=${route.id} />` : null}
+      ${route.page === 'sql' ? html`<${Sql} />` : null}
     </main>
   </div>`;
 }

@@ -1,8 +1,8 @@
 import { useEffect, useState } from 'preact/hooks';
 
-/** Hash routes: `#/`, `#/invocations?status=…`, `#/invocation/<id>`. */
+/** Hash routes: `#/`, `#/invocations?status=…`, `#/invocation/<id>`, `#/sql`. */
 export interface Route {
-  readonly page: 'overview' | 'invocations' | 'invocation';
+  readonly page: 'overview' | 'invocations' | 'invocation' | 'sql';
   readonly id?: string;
   readonly params: Record<string, string>;
 }
@@ -12,6 +12,7 @@ export function parseRoute(hash: string): Route {
   const params = Object.fromEntries(new URLSearchParams(search));
   const parts = path.split('/').filter((p) => p !== '');
   if (parts[0] === 'invocations') return { page: 'invocations', params };
+  if (parts[0] === 'sql') return { page: 'sql', params };
   if (parts[0] === 'invocation' && parts[1] !== undefined) {
     return { page: 'invocation', id: decodeURIComponent(parts[1]), params };
   }

@@ -19,6 +19,17 @@ import { launch, SCREENSHOTS } from './browser.ts';
  */
 
 let broken = true;
+const cart = restate.object({
+  name: 'Cart',
+  handlers: {
+    add: async (ctx: restate.ObjectContext, item: string): Promise<string[]> => {
+      const items = [...((await ctx.get<string[]>('items')) ?? []), item];
+      ctx.set('items', items);
+      return items;
+    },
+  },
+});
+
 const payments = restate.service({
   name: 'Payments',
   handlers: {
@@ -48,7 +59,7 @@ describe('the console (dev mode)', () => {
       RATCHET_RETRY_MAX_ATTEMPTS: '2',
       RATCHET_RETRY_ON_MAX_ATTEMPTS: 'pause',
     });
-    endpoint = await startEndpoint({ services: [payments], transport: 'h2' });
+    endpoint = await startEndpoint({ services: [payments, cart], transport: 'h2' });
     await registerEndpoint(runtime, endpoint);
     browser = await launch();
   });
@@ -105,6 +116,28 @@ describe('the console (dev mode)', () => {
     await expect
       .poll(() => page.getByRole('alert').textContent(), { timeout: 10_000 })
       .toMatch(/Resume refused: 4\d\d: .+/);
+    await page.close();
+  });
+
+  it("shows an object's state, and runs SQL with the tables listed", async () => {
+    const res = await call(runtime.ingressUrl, '/Cart/alice/add', 'book');
+    expect(res.status).toBe(200);
+    const id = res.headers.get('x-restate-id')!;
+    const page = await browser.newPage();
+    await page.goto(`${runtime.adminUrl}/ui/#/invocation/${id}`);
+    await expect.poll(() => page.getByLabel('State').textContent(), { timeout: 15_000 }).toContain('["book"]');
+
+    await page.getByRole('link', { name: 'SQL' }).click();
+    await expect.poll(() => page.getByLabel('Tables').textContent(), { timeout: 15_000 }).toContain('sys_invocation');
+    await page.getByLabel('Statement').fill(`SELECT target, status FROM sys_invocation WHERE id = '${id}'`);
+    await page.getByRole('button', { name: 'Run' }).click();
+    await expect
+      .poll(() => page.locator('table.result').textContent(), { timeout: 10_000 })
+      .toContain('Cart/alice/add');
+    await page.screenshot({ path: `${SCREENSHOTS}sql.png`, fullPage: true });
+    await page.getByLabel('Statement').fill('SELECT nope FROM sys_invocation');
+    await page.getByRole('button', { name: 'Run' }).click();
+    await expect.poll(() => page.getByRole('alert').textContent(), { timeout: 10_000 }).toMatch(/^400: .*nope/);
     await page.close();
   });
 

@@ -48,7 +48,18 @@ export function Invocation({ id }: { id: string }) {
       const journal = await query(
         `SELECT index, entry_type, name, appended_at, entry_lite_json FROM sys_journal WHERE id = ${lit(id)} ORDER BY index`,
       );
-      return { inv, journal };
+      // What it called, and the state of its object or workflow key.
+      const callees = await query(
+        `SELECT id, target, status FROM sys_invocation WHERE invoked_by_id = ${lit(id)} ORDER BY created_at LIMIT 100`,
+      );
+      const keyed = inv !== undefined && typeof inv.target_service_key === 'string';
+      const state = keyed
+        ? await query(
+            `SELECT key, value_utf8, value_length FROM state WHERE service_name = ${lit(String(inv.target_service_name))}
+               AND service_key = ${lit(String(inv.target_service_key))} ORDER BY key LIMIT 200`,
+          )
+        : [];
+      return { inv, journal, callees, state, keyed };
     },
     [id],
     3000,
@@ -66,7 +77,7 @@ export function Invocation({ id }: { id: string }) {
   return html`<section>
     <h1>Invocation <code>${id}</code></h1>
     <${Show} loaded=${loaded}>
-      ${(v: { inv: Row | undefined; journal: Row[] }) => {
+      ${(v: { inv: Row | undefined; journal: Row[]; callees: Row[]; state: Row[]; keyed: boolean }) => {
         const inv = v.inv;
         if (inv === undefined) return html`<${ErrorBox} message=${`No invocation ${id} (never made, or purged)`} />`;
         const code = inv.last_failure_error_code;
@@ -116,6 +127,48 @@ export function Invocation({ id }: { id: string }) {
             ${ACTIONS.map((a) => html`<button type="button" onClick=${() => void act(a)}>${a.label}</button>`)}
           </div>
           ${message ? html`<p class=${message.kind === 'ok' ? 'notice' : 'error'} role="alert">${message.text}</p>` : null}
+          ${
+            v.callees.length === 0
+              ? null
+              : html`<h2>Called</h2>
+                  <ul aria-label="Called">
+                    ${v.callees.map(
+                      (c) =>
+                        html`<li>
+                          <a href=${`#/invocation/${text(c.id)}`}><code>${text(c.id)}</code></a> ${text(c.target)}
+                          (${text(c.status)})
+                        </li>`,
+                    )}
+                  </ul>`
+          }
+          ${
+            v.keyed
+              ? html`<h2>State of ${text(inv.target_service_name)}/${text(inv.target_service_key)}</h2>
+                  ${
+                    v.state.length === 0
+                      ? html`<p>No state.</p>`
+                      : html`<table aria-label="State">
+                          <thead>
+                            <tr>
+                              <th scope="col">Key</th>
+                              <th scope="col">Value</th>
+                            </tr>
+                          </thead>
+                          <tbody>
+                            ${v.state.map(
+                              (r) =>
+                                html`<tr>
+                                  <td><code>${text(r.key)}</code></td>
+                                  <td>
+                                    ${r.value_utf8 === null ? `${text(r.value_length)} bytes` : text(r.value_utf8)}
+                                  </td>
+                                </tr>`,
+                            )}
+                          </tbody>
+                        </table>`
+                  }`
+              : null
+          }
           <h2>Journal</h2>
           <ol class="timeline" aria-label="Journal">
             ${v.journal.map(
