@@ -30,6 +30,8 @@ const cart = restate.object({
   },
 });
 
+const extra = restate.service({ name: 'Extra', handlers: { hi: (_ctx: restate.Context) => Promise.resolve('hi') } });
+
 const payments = restate.service({
   name: 'Payments',
   handlers: {
@@ -50,6 +52,7 @@ describe('the console (dev mode)', () => {
   let db: TestDatabase;
   let runtime: TestRuntime;
   let endpoint: SdkEndpoint;
+  let second: SdkEndpoint;
   let browser: Browser;
 
   beforeAll(async () => {
@@ -61,6 +64,7 @@ describe('the console (dev mode)', () => {
     });
     endpoint = await startEndpoint({ services: [payments, cart], transport: 'h2' });
     await registerEndpoint(runtime, endpoint);
+    second = await startEndpoint({ services: [extra], transport: 'h2' });
     browser = await launch();
   });
 
@@ -68,6 +72,7 @@ describe('the console (dev mode)', () => {
     await browser?.close();
     await runtime?.stop();
     await endpoint?.close();
+    await second?.close();
     await db?.drop();
   });
 
@@ -138,6 +143,22 @@ describe('the console (dev mode)', () => {
     await page.getByLabel('Statement').fill('SELECT nope FROM sys_invocation');
     await page.getByRole('button', { name: 'Run' }).click();
     await expect.poll(() => page.getByRole('alert').textContent(), { timeout: 10_000 }).toMatch(/^400: .*nope/);
+    await page.close();
+  });
+
+  it('registers a deployment, shows a refused registration in the API’s words, and lists the nodes', async () => {
+    const page = await browser.newPage();
+    await page.goto(`${runtime.adminUrl}/ui/`);
+    await page.getByLabel('Deployment URI or Lambda ARN').fill('http://127.0.0.1:1');
+    await page.getByRole('button', { name: 'Register' }).click();
+    await expect
+      .poll(() => page.getByRole('alert').textContent(), { timeout: 20_000 })
+      .toMatch(/Registration refused: \d{3}: .*META0003/);
+    await page.getByLabel('Deployment URI or Lambda ARN').fill(second.url);
+    await page.getByRole('button', { name: 'Register' }).click();
+    await expect.poll(() => page.getByRole('status').textContent(), { timeout: 20_000 }).toMatch(/^Registered dp_/);
+    await expect.poll(() => page.locator('table').first().textContent(), { timeout: 15_000 }).toContain('Extra');
+    expect(await page.getByRole('table', { name: 'Nodes' }).textContent()).toContain('alive');
     await page.close();
   });
 

@@ -1,6 +1,7 @@
 import { html } from 'htm/preact';
+import { useState } from 'preact/hooks';
 import { api, query } from '../api.ts';
-import { Show, text, useLoad } from '../ui.ts';
+import { ErrorBox, messageOf, Show, text, useLoad } from '../ui.ts';
 
 interface Service {
   name: string;
@@ -16,16 +17,85 @@ interface Deployment {
   services: { name: string; revision: number }[];
 }
 
-/** Services and their handlers, deployments, and invocations by status. */
+interface Subscription {
+  id: string;
+  source: string;
+  sink: string;
+}
+interface SubscriptionStatus {
+  ready: boolean;
+  reason: string | null;
+  lag: number | null;
+}
+interface Node {
+  name: string;
+  alive: boolean;
+  leaving: boolean;
+  leader_of: number[];
+}
+interface Overview {
+  services: Service[];
+  deployments: Deployment[];
+  counts: { status: string; n: number }[];
+  nodes: Node[];
+  subscriptions: { sub: Subscription; status: SubscriptionStatus | undefined }[];
+}
+
+/** Registers a deployment (`POST /deployments`): the API's refusal is shown as it words it. */
+function Register({ onDone }: { onDone: () => void }) {
+  const [outcome, setOutcome] = useState<{ ok: boolean; text: string } | undefined>();
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    const field = new FormData(e.target as HTMLFormElement).get('uri');
+    const uri = typeof field === 'string' ? field.trim() : '';
+    try {
+      const body = uri.startsWith('arn:') ? { arn: uri } : { uri };
+      const res = await api<{ id: string }>('POST', '/deployments', body);
+      setOutcome({ ok: true, text: `Registered ${res.id}` });
+      onDone();
+    } catch (err) {
+      setOutcome({ ok: false, text: `Registration refused: ${messageOf(err)}` });
+    }
+  };
+  return html`<form class="filters" onSubmit=${submit} aria-label="Register a deployment">
+      <label class="wide"
+        >Deployment URI or Lambda ARN <input name="uri" required placeholder="http://127.0.0.1:9080"
+      /></label>
+      <button type="submit">Register</button>
+    </form>
+    ${
+      outcome === undefined
+        ? null
+        : outcome.ok
+          ? html`<p class="notice" role="status">${outcome.text}</p>`
+          : html`<${ErrorBox} message=${outcome.text} />`
+    }`;
+}
+
+/** Services and their handlers, deployments, invocations by status, the nodes' partitions, Kafka subscriptions. */
 export function Overview() {
-  const [loaded] = useLoad(
-    async () => {
-      const [services, deployments, counts] = await Promise.all([
+  const [loaded, reload] = useLoad(
+    async (): Promise<Overview> => {
+      const [services, deployments, counts, health, subs] = await Promise.all([
         api<{ services: Service[] }>('GET', '/services'),
         api<{ deployments: Deployment[] }>('GET', '/deployments'),
         query('SELECT status, count(*) AS n FROM sys_invocation GROUP BY status ORDER BY status'),
+        api<{ nodes: Node[] }>('GET', '/cluster-health').catch(() => ({ nodes: [] as Node[] })),
+        api<{ subscriptions: Subscription[] }>('GET', '/subscriptions'),
       ]);
-      return { services: services.services, deployments: deployments.deployments, counts };
+      const subscriptions = await Promise.all(
+        subs.subscriptions.map(async (sub) => ({
+          sub,
+          status: await api<SubscriptionStatus>('GET', `/subscriptions/${sub.id}/status`).catch(() => undefined),
+        })),
+      );
+      return {
+        services: services.services,
+        deployments: deployments.deployments,
+        counts: counts as unknown as Overview['counts'],
+        nodes: health.nodes,
+        subscriptions,
+      };
     },
     [],
     5000,
@@ -33,7 +103,7 @@ export function Overview() {
   return html`<section>
     <h1>Overview</h1>
     <${Show} loaded=${loaded}>
-      ${(v: { services: Service[]; deployments: Deployment[]; counts: { status: string; n: number }[] }) => html`
+      ${(v: Overview) => html`
         <h2>Invocations by status</h2>
         <ul class="counts" aria-label="Invocations by status">
           ${v.counts.length === 0 ? html`<li>No invocations yet.</li>` : null}
@@ -93,6 +163,61 @@ export function Overview() {
             )}
           </tbody>
         </table>
+        <${Register} onDone=${reload} />
+        <h2>Nodes and partitions</h2>
+        <table>
+          <caption class="sr-only">
+            Nodes
+          </caption>
+          <thead>
+            <tr>
+              <th scope="col">Node</th>
+              <th scope="col">State</th>
+              <th scope="col">Partitions it leads</th>
+            </tr>
+          </thead>
+          <tbody>
+            ${v.nodes.map(
+              (n) =>
+                html`<tr>
+                  <td>${n.name}</td>
+                  <td>${n.alive ? (n.leaving ? 'leaving' : 'alive') : 'gone'}</td>
+                  <td>${n.leader_of.length} (${n.leader_of.join(', ')})</td>
+                </tr>`,
+            )}
+          </tbody>
+        </table>
+        <h2>Kafka subscriptions</h2>
+        ${
+          v.subscriptions.length === 0
+            ? html`<p>No subscriptions.</p>`
+            : html`<table>
+                <caption class="sr-only">
+                  Kafka subscriptions
+                </caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Id</th>
+                    <th scope="col">Source</th>
+                    <th scope="col">Sink</th>
+                    <th scope="col">Consuming</th>
+                    <th scope="col">Lag</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  ${v.subscriptions.map(
+                    ({ sub, status }) =>
+                      html`<tr>
+                        <td><code>${sub.id}</code></td>
+                        <td>${sub.source}</td>
+                        <td>${sub.sink}</td>
+                        <td>${status === undefined ? '—' : status.ready ? 'yes' : `no: ${status.reason ?? ''}`}</td>
+                        <td>${text(status?.lag)}</td>
+                      </tr>`,
+                  )}
+                </tbody>
+              </table>`
+        }
       `}
     <//>
   </section>`;
