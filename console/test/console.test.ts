@@ -116,6 +116,13 @@ describe('the console (dev mode)', () => {
     await expect.poll(() => page.getByTestId('status').textContent(), { timeout: 20_000 }).toBe('completed');
     await page.screenshot({ path: `${SCREENSHOTS}invocation-completed.png`, fullPage: true });
 
+    // Restart as new from an entry of the timeline, on the latest deployment: a new invocation, which completes.
+    await page.getByLabel('Deployment for resume and restart').selectOption('Latest');
+    await page.getByRole('button', { name: 'Restart as new from here' }).first().click();
+    await expect.poll(() => page.url(), { timeout: 10_000 }).not.toContain(id);
+    await expect.poll(() => page.getByTestId('status').textContent(), { timeout: 20_000 }).toBe('completed');
+    expect(await page.getByLabel('Journal').textContent()).toContain('reserve');
+
     // A refused action shows the API's message.
     await page.getByRole('button', { name: 'Resume' }).click();
     await expect

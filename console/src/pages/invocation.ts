@@ -7,7 +7,7 @@ import { ErrorBox, messageOf, Show, text, useLoad } from '../ui.ts';
 interface Action {
   readonly label: string;
   readonly method: string;
-  readonly path: (id: string) => string;
+  readonly path: (id: string, deployment: string) => string;
   readonly confirm: string;
 }
 
@@ -28,8 +28,9 @@ const ACTIONS: readonly Action[] = [
   {
     label: 'Resume',
     method: 'PATCH',
-    path: (id) => `/invocations/${id}/resume`,
-    confirm: 'Resume this invocation on its pinned deployment?',
+    path: (id, deployment) =>
+      `/invocations/${id}/resume${deployment === 'Keep' ? '' : `?deployment=${encodeURIComponent(deployment)}`}`,
+    confirm: 'Resume this invocation on the deployment chosen?',
   },
   {
     label: 'Purge',
@@ -42,6 +43,8 @@ const ACTIONS: readonly Action[] = [
 /** One invocation: target, status and why, the journal as a timeline, and the actions. */
 export function Invocation({ id }: { id: string }) {
   const [message, setMessage] = useState<{ kind: 'ok' | 'error'; text: string } | undefined>();
+  /** `Keep` (its pinned deployment), `Latest`, or a deployment id: for resume and restart-as-new. */
+  const [deployment, setDeployment] = useState('Keep');
   const [loaded, reload] = useLoad(
     async () => {
       const [inv] = await query(`SELECT * FROM sys_invocation WHERE id = ${lit(id)}`);
@@ -59,15 +62,32 @@ export function Invocation({ id }: { id: string }) {
                AND service_key = ${lit(String(inv.target_service_key))} ORDER BY key LIMIT 200`,
           )
         : [];
-      return { inv, journal, callees, state, keyed };
+      const deployments = (await api<{ deployments: { id: string }[] }>('GET', '/deployments')).deployments.map(
+        (d) => d.id,
+      );
+      return { inv, journal, callees, state, keyed, deployments };
     },
     [id],
     3000,
   );
+  const restartFrom = async (index: number) => {
+    if (!window.confirm(`Restart as a new invocation, keeping the journal up to entry ${index}?`)) return;
+    try {
+      const q = `from=${index}${deployment === 'Keep' ? '' : `&deployment=${encodeURIComponent(deployment)}`}`;
+      const res = await api<{ new_invocation_id: string }>(
+        'PATCH',
+        `/invocations/${encodeURIComponent(id)}/restart-as-new?${q}`,
+      );
+      setMessage({ kind: 'ok', text: `Restarted as ${res.new_invocation_id}` });
+      location.hash = `/invocation/${res.new_invocation_id}`;
+    } catch (err) {
+      setMessage({ kind: 'error', text: `Restart as new refused: ${messageOf(err)}` });
+    }
+  };
   const act = async (a: Action) => {
     if (!window.confirm(a.confirm)) return;
     try {
-      await api(a.method, a.path(encodeURIComponent(id)));
+      await api(a.method, a.path(encodeURIComponent(id), deployment));
       setMessage({ kind: 'ok', text: `${a.label}: accepted` });
       reload();
     } catch (err) {
@@ -77,7 +97,14 @@ export function Invocation({ id }: { id: string }) {
   return html`<section>
     <h1>Invocation <code>${id}</code></h1>
     <${Show} loaded=${loaded}>
-      ${(v: { inv: Row | undefined; journal: Row[]; callees: Row[]; state: Row[]; keyed: boolean }) => {
+      ${(v: {
+        inv: Row | undefined;
+        journal: Row[];
+        callees: Row[];
+        state: Row[];
+        keyed: boolean;
+        deployments: string[];
+      }) => {
         const inv = v.inv;
         if (inv === undefined) return html`<${ErrorBox} message=${`No invocation ${id} (never made, or purged)`} />`;
         const code = inv.last_failure_error_code;
@@ -125,6 +152,17 @@ export function Invocation({ id }: { id: string }) {
           }
           <div class="actions" role="group" aria-label="Actions">
             ${ACTIONS.map((a) => html`<button type="button" onClick=${() => void act(a)}>${a.label}</button>`)}
+            <label
+              >Deployment for resume and restart
+              <select
+                value=${deployment}
+                onChange=${(e: Event) => setDeployment((e.target as HTMLSelectElement).value)}
+              >
+                <option value="Keep">its pinned deployment</option>
+                <option value="Latest">the latest</option>
+                ${v.deployments.map((d) => html`<option value=${d}>${d}</option>`)}
+              </select>
+            </label>
           </div>
           ${message ? html`<p class=${message.kind === 'ok' ? 'notice' : 'error'} role="alert">${message.text}</p>` : null}
           ${
@@ -178,6 +216,13 @@ export function Invocation({ id }: { id: string }) {
                   <strong>${text(e.entry_type)}</strong>${e.name ? html` <em>${text(e.name)}</em>` : null}
                   <time>${text(e.appended_at)}</time>
                   ${e.entry_lite_json ? html`<pre>${text(e.entry_lite_json)}</pre>` : null}
+                  ${
+                    inv.status === 'completed' && Number(e.index) > 0
+                      ? html`<button type="button" class="small" onClick=${() => void restartFrom(Number(e.index))}>
+                          Restart as new from here
+                        </button>`
+                      : null
+                  }
                 </li>`,
             )}
           </ol>
