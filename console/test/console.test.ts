@@ -137,7 +137,13 @@ describe('the console (dev mode)', () => {
     const id = res.headers.get('x-restate-id')!;
     const page = await browser.newPage();
     await page.goto(`${runtime.adminUrl}/ui/#/invocation/${id}`);
-    await expect.poll(() => page.getByLabel('State').textContent(), { timeout: 15_000 }).toContain('["book"]');
+    await expect.poll(() => page.getByLabel('Value of items').inputValue(), { timeout: 15_000 }).toBe('["book"]');
+    dialogsAccepted(page);
+    await page.getByLabel('Value of items').fill('["book","pen"]');
+    await page.getByRole('button', { name: 'Save state' }).click();
+    await expect.poll(() => page.getByRole('status').textContent(), { timeout: 10_000 }).toBe('State replaced');
+    const after = await call(runtime.ingressUrl, '/Cart/alice/add', 'cup');
+    expect(after.json).toEqual(['book', 'pen', 'cup']);
 
     await page.getByRole('link', { name: 'SQL' }).click();
     await expect.poll(() => page.getByLabel('Tables').textContent(), { timeout: 15_000 }).toContain('sys_invocation');
@@ -166,6 +172,19 @@ describe('the console (dev mode)', () => {
     await expect.poll(() => page.getByRole('status').textContent(), { timeout: 20_000 }).toMatch(/^Registered dp_/);
     await expect.poll(() => page.locator('table').first().textContent(), { timeout: 15_000 }).toContain('Extra');
     expect(await page.getByRole('table', { name: 'Nodes' }).textContent()).toContain('alive');
+
+    // A service's settings: a bad duration is refused in the API's words, a good one is applied.
+    dialogsAccepted(page);
+    await page.getByRole('button', { name: 'Edit Payments' }).click();
+    const form = page.getByRole('form', { name: 'Settings of Payments' });
+    await form.getByLabel('Journal retention').fill('forever');
+    await form.getByRole('button', { name: 'Save settings' }).click();
+    await expect.poll(() => page.getByText(/^Change refused: 4\d\d: /).count(), { timeout: 10_000 }).toBe(1);
+    await form.getByLabel('Journal retention').fill('2h');
+    await form.getByRole('button', { name: 'Save settings' }).click();
+    await expect.poll(() => page.getByText('Payments: settings changed').count(), { timeout: 10_000 }).toBe(1);
+    const svc = (await (await fetch(`${runtime.adminUrl}/services/Payments`)).json()) as { journal_retention: string };
+    expect(svc.journal_retention).toBe('2h');
     await page.close();
   });
 

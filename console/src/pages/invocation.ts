@@ -2,6 +2,7 @@ import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { api, lit, query, type Row } from '../api.ts';
 import { ErrorBox, messageOf, Show, text, useLoad } from '../ui.ts';
+import { StateEditor } from './state-editor.ts';
 
 /** An admin action on the invocation: confirmed first; the API's message is shown when it refuses. */
 interface Action {
@@ -185,25 +186,13 @@ export function Invocation({ id }: { id: string }) {
                   ${
                     v.state.length === 0
                       ? html`<p>No state.</p>`
-                      : html`<table aria-label="State">
-                          <thead>
-                            <tr>
-                              <th scope="col">Key</th>
-                              <th scope="col">Value</th>
-                            </tr>
-                          </thead>
-                          <tbody>
-                            ${v.state.map(
-                              (r) =>
-                                html`<tr>
-                                  <td><code>${text(r.key)}</code></td>
-                                  <td>
-                                    ${r.value_utf8 === null ? `${text(r.value_length)} bytes` : text(r.value_utf8)}
-                                  </td>
-                                </tr>`,
-                            )}
-                          </tbody>
-                        </table>`
+                      : html`<${StateEditor}
+                          key=${JSON.stringify(v.state)}
+                          service=${text(inv.target_service_name)}
+                          objectKey=${text(inv.target_service_key)}
+                          rows=${v.state}
+                          onDone=${reload}
+                        />`
                   }`
               : null
           }

@@ -2,10 +2,9 @@ import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { api, query } from '../api.ts';
 import { ErrorBox, messageOf, Show, text, useLoad } from '../ui.ts';
+import { ServiceSettingsForm, type ServiceSettings } from './service-settings.ts';
 
-interface Service {
-  name: string;
-  ty: string;
+interface Service extends ServiceSettings {
   deployment_id: string;
   revision: number;
   handlers: { name: string; ty?: string }[];
@@ -74,6 +73,7 @@ function Register({ onDone }: { onDone: () => void }) {
 
 /** Services and their handlers, deployments, invocations by status, the nodes' partitions, Kafka subscriptions. */
 export function Overview() {
+  const [editing, setEditing] = useState<string | undefined>();
   const [loaded, reload] = useLoad(
     async (): Promise<Overview> => {
       const [services, deployments, counts, health, subs] = await Promise.all([
@@ -126,6 +126,7 @@ export function Overview() {
               <th scope="col">Type</th>
               <th scope="col">Handlers</th>
               <th scope="col">Deployment</th>
+              <th scope="col"><span class="sr-only">Settings</span></th>
             </tr>
           </thead>
           <tbody>
@@ -136,10 +137,27 @@ export function Overview() {
                   <td>${s.ty}</td>
                   <td>${s.handlers.map((h) => (h.ty === undefined ? h.name : `${h.name} (${h.ty})`)).join(', ')}</td>
                   <td><code>${s.deployment_id}</code></td>
+                  <td>
+                    <button
+                      type="button"
+                      class="small"
+                      onClick=${() => setEditing(editing === s.name ? undefined : s.name)}
+                    >
+                      ${editing === s.name ? 'Close' : `Edit ${s.name}`}
+                    </button>
+                  </td>
                 </tr>`,
             )}
           </tbody>
         </table>
+        ${
+          editing === undefined
+            ? null
+            : (() => {
+                const svc = v.services.find((x) => x.name === editing);
+                return svc === undefined ? null : html`<${ServiceSettingsForm} service=${svc} onDone=${reload} />`;
+              })()
+        }
         <h2>Deployments</h2>
         <table>
           <caption class="sr-only">
