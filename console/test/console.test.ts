@@ -108,6 +108,9 @@ describe('the console (dev mode)', () => {
     expect(journal).toContain('Command: Input');
     expect(journal).toContain('Command: Run');
     expect(journal).toContain('reserve');
+    // Each command with the completion it waits for and the entry that resolved it, each notification with its result.
+    expect(journal).toMatch(/completion 1, resolved by entry 2: "reserved 42"/);
+    expect(journal).toContain('completion 1: "reserved 42"');
     await page.screenshot({ path: `${SCREENSHOTS}invocation-paused.png`, fullPage: true });
 
     // Fixed: resume, and it completes.

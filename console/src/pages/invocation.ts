@@ -3,6 +3,7 @@ import { useState } from 'preact/hooks';
 import { api, lit, query, type Row } from '../api.ts';
 import { ErrorBox, messageOf, Show, text, useLoad } from '../ui.ts';
 import { StateEditor } from './state-editor.ts';
+import { entryInfo, type EntryInfo } from '../journal.ts';
 
 /** An admin action on the invocation: confirmed first; the API's message is shown when it refuses. */
 interface Action {
@@ -41,6 +42,19 @@ const ACTIONS: readonly Action[] = [
   },
 ];
 
+function resultText(r: NonNullable<EntryInfo['result']>): string {
+  if (r.kind === 'void') return 'void';
+  if (r.kind === 'failure') return `failure [${r.code}] ${r.message}`;
+  return r.text.length > 300 ? `${r.text.slice(0, 300)}…` : r.text;
+}
+
+/** What a command waits for, and the entry that resolved it with what. */
+function awaitsText(completion: number, resolved: { index: number; info: EntryInfo } | undefined): string {
+  if (resolved === undefined) return `completion ${completion}: not yet`;
+  const what = resolved.info.result === undefined ? '' : `: ${resultText(resolved.info.result)}`;
+  return `completion ${completion}, resolved by entry ${resolved.index}${what}`;
+}
+
 /** One invocation: target, status and why, the journal as a timeline, and the actions. */
 export function Invocation({ id }: { id: string }) {
   const [message, setMessage] = useState<{ kind: 'ok' | 'error'; text: string } | undefined>();
@@ -50,7 +64,7 @@ export function Invocation({ id }: { id: string }) {
     async () => {
       const [inv] = await query(`SELECT * FROM sys_invocation WHERE id = ${lit(id)}`);
       const journal = await query(
-        `SELECT index, entry_type, name, appended_at, entry_lite_json FROM sys_journal WHERE id = ${lit(id)} ORDER BY index`,
+        `SELECT index, entry_type, name, appended_at, raw FROM sys_journal WHERE id = ${lit(id)} ORDER BY index`,
       );
       // What it called, and the state of its object or workflow key.
       const callees = await query(
@@ -198,13 +212,39 @@ export function Invocation({ id }: { id: string }) {
           }
           <h2>Journal</h2>
           <ol class="timeline" aria-label="Journal">
-            ${v.journal.map(
-              (e) =>
+            ${(() => {
+              const infos = v.journal.map((e) => entryInfo(text(e.entry_type), e.raw as string | null));
+              // Which entry completed each completion id: a command shows what resolved it.
+              const resolvedBy = new Map<number, { index: number; info: EntryInfo }>();
+              infos.forEach((info, i) => {
+                if (info?.completes !== undefined && info.result !== undefined && info.result.kind !== 'void')
+                  resolvedBy.set(info.completes, { index: Number(v.journal[i]!.index), info });
+                else if (info?.completes !== undefined && !resolvedBy.has(info.completes))
+                  resolvedBy.set(info.completes, { index: Number(v.journal[i]!.index), info });
+              });
+              return v.journal.map((e, i) => ({
+                e,
+                info: infos[i],
+                resolved: infos[i]?.awaits === undefined ? undefined : resolvedBy.get(infos[i].awaits),
+              }));
+            })().map(
+              ({ e, info, resolved }) =>
                 html`<li>
                   <span class="index">${text(e.index)}</span>
                   <strong>${text(e.entry_type)}</strong>${e.name ? html` <em>${text(e.name)}</em>` : null}
                   <time>${text(e.appended_at)}</time>
-                  ${e.entry_lite_json ? html`<pre>${text(e.entry_lite_json)}</pre>` : null}
+                  ${
+                    info?.result !== undefined
+                      ? html`<div class=${info.result.kind === 'failure' ? 'entry-failure' : 'entry-value'}>
+                          ${info.completes !== undefined ? `completion ${info.completes}: ` : info.signal !== undefined ? `${info.signal}: ` : ''}${resultText(info.result)}
+                        </div>`
+                      : null
+                  }
+                  ${
+                    info?.awaits !== undefined
+                      ? html`<div class="entry-awaits">${awaitsText(info.awaits, resolved)}</div>`
+                      : null
+                  }
                   ${
                     inv.status === 'completed' && Number(e.index) > 0
                       ? html`<button type="button" class="small" onClick=${() => void restartFrom(Number(e.index))}>
