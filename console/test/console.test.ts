@@ -94,7 +94,7 @@ describe('the console (dev mode)', () => {
 
     // The list, filtered by status through the form.
     await page.getByRole('link', { name: 'Invocations', exact: true }).click();
-    await page.getByLabel('Status').selectOption('paused');
+    await page.locator('select[name="status"]').selectOption('paused');
     await page.getByLabel('Service').fill('Payments');
     await page.getByRole('button', { name: 'Filter' }).click();
     await expect.poll(() => page.locator('table.invocations tbody').textContent(), { timeout: 15_000 }).toContain(id);
@@ -188,6 +188,30 @@ describe('the console (dev mode)', () => {
     await expect.poll(() => page.getByText('Payments: settings changed').count(), { timeout: 10_000 }).toBe(1);
     const svc = (await (await fetch(`${runtime.adminUrl}/services/Payments`)).json()) as { journal_retention: string };
     expect(svc.journal_retention).toBe('2h');
+
+    // A new deployment of Payments: the old one drains while an invocation pinned to it is unfinished.
+    broken = true;
+    const stuck = await call(runtime.ingressUrl, '/Payments/charge/send', 7);
+    expect(stuck.status).toBe(202);
+    const old = (await (await fetch(`${runtime.adminUrl}/services/Payments`)).json()) as { deployment_id: string };
+    const third = await startEndpoint({ services: [payments, cart], transport: 'h2' });
+    try {
+      await registerEndpoint(runtime, third);
+      await page.reload();
+      const deployments = page.getByRole('table', { name: 'Deployments' });
+      await expect
+        .poll(async () => (await deployments.locator('tr', { hasText: old.deployment_id }).textContent()) ?? '', {
+          timeout: 15_000,
+        })
+        .toMatch(/draining \(\d+ unfinished\)/);
+      expect(await deployments.textContent()).toContain('current');
+      await fetch(`${runtime.adminUrl}/invocations/${(stuck.json as { invocationId: string }).invocationId}/kill`, {
+        method: 'PATCH',
+      });
+    } finally {
+      broken = false;
+      await third.close();
+    }
     await page.close();
   });
 

@@ -38,6 +38,14 @@ interface Overview {
   counts: { status: string; n: number }[];
   nodes: Node[];
   subscriptions: { sub: Subscription; status: SubscriptionStatus | undefined }[];
+  pinned: Record<string, number>;
+}
+
+/** Current (some service runs on it), draining (superseded, with invocations still pinned to it) or superseded. */
+function deploymentState(d: Deployment, v: Overview): string {
+  if (v.services.some((s) => s.deployment_id === d.id)) return 'current';
+  const n = v.pinned[d.id] ?? 0;
+  return n > 0 ? `draining (${n} unfinished)` : 'superseded';
 }
 
 /** Registers a deployment (`POST /deployments`): the API's refusal is shown as it words it. */
@@ -83,6 +91,10 @@ export function Overview() {
         api<{ nodes: Node[] }>('GET', '/cluster-health').catch(() => ({ nodes: [] as Node[] })),
         api<{ subscriptions: Subscription[] }>('GET', '/subscriptions'),
       ]);
+      // Unfinished invocations per pinned deployment: a superseded deployment with some is draining.
+      const pinned = await query(
+        "SELECT pinned_deployment_id AS id, count(*) AS n FROM sys_invocation WHERE status <> 'completed' AND pinned_deployment_id IS NOT NULL GROUP BY pinned_deployment_id",
+      );
       const subscriptions = await Promise.all(
         subs.subscriptions.map(async (sub) => ({
           sub,
@@ -95,6 +107,7 @@ export function Overview() {
         counts: counts as unknown as Overview['counts'],
         nodes: health.nodes,
         subscriptions,
+        pinned: Object.fromEntries(pinned.map((r) => [String(r.id as string), Number(r.n)])),
       };
     },
     [],
@@ -168,6 +181,7 @@ export function Overview() {
               <th scope="col">Id</th>
               <th scope="col">Endpoint</th>
               <th scope="col">Services</th>
+              <th scope="col">State</th>
             </tr>
           </thead>
           <tbody>
@@ -177,6 +191,7 @@ export function Overview() {
                   <td><code>${d.id}</code></td>
                   <td>${d.uri ?? d.arn ?? '—'}</td>
                   <td>${d.services.map((s) => `${s.name} (revision ${s.revision})`).join(', ')}</td>
+                  <td>${deploymentState(d, v)}</td>
                 </tr>`,
             )}
           </tbody>
