@@ -6,6 +6,7 @@
  */
 import type { AttributeValue, LogLineInsert, SpanRecord } from './model.ts';
 import { encodeSpan } from './span-json.ts';
+import { ChunkDict, COMPACT, FS, literalRecord, RS } from './store-format.ts';
 
 /** Chunks never span two of the store's partition windows (storage/pg/observability/partitions.ts). */
 export const CHUNK_WINDOW_NS = 6n * 3600n * 1_000_000_000n;
@@ -14,7 +15,7 @@ export function chunkWindow(ns: bigint): bigint {
   return ns - (((ns % CHUNK_WINDOW_NS) + CHUNK_WINDOW_NS) % CHUNK_WINDOW_NS);
 }
 
-/** The lines of one stream, in time order: their times and texts as JSON arrays (see `ratchet.log_chunk`). */
+/** The lines of one stream, in time order: their times and texts (see `ratchet.log_chunk`, format 1). */
 export interface LineChunk {
   readonly labels: Readonly<Record<string, string>>;
   readonly labelsKey: string;
@@ -23,11 +24,13 @@ export interface LineChunk {
   readonly count: number;
   /** `[ts,…]`: the lines' times in Unix ns. */
   readonly times: string;
-  /** `[line,…]`: a line that is a JSON object as that object, any other as a JSON string. */
+  /** The lines' records, separated by U+001E (migration 0012). */
   readonly lines: string;
+  /** The texts compact records refer to: a JSON array of strings, or null. */
+  readonly dict: string | null;
 }
 
-/** Spans of one resource and scope: a JSON array of them and the keys that find them (see `ratchet.span_chunk`). */
+/** Spans of one resource and scope: their records and the keys that find them (see `ratchet.span_chunk`, format 1). */
 export interface SpanChunk {
   readonly resource: Readonly<Record<string, AttributeValue>>;
   readonly scope: string;
@@ -36,7 +39,9 @@ export interface SpanChunk {
   readonly count: number;
   /** `t:<trace id>` and `i:<restate.invocation.id>` of its spans, each once. */
   readonly keys: readonly string[];
+  /** The spans' records, separated by U+001E (migration 0012). */
   readonly spans: string;
+  readonly dict: string | null;
 }
 
 /** Text appended into a byte buffer that grows by doubling (off V8's heap once it is larger than a few kB). */
@@ -70,6 +75,7 @@ class ByteText {
 export class LineChunkBuilder {
   private readonly times = new ByteText(1024);
   private readonly lines = new ByteText(16 * 1024);
+  private readonly dict = new ChunkDict();
   private first = 0n;
   private last = 0n;
   count = 0;
@@ -82,12 +88,19 @@ export class LineChunkBuilder {
 
   /** Lines arrive in time order from a node's capture (it makes their times strictly increasing). */
   add(line: LogLineInsert): void {
-    const sep = this.count === 0 ? '' : ',';
-    if (this.count === 0) this.first = line.tsNs;
-    if (line.tsNs > this.last || this.count === 0) this.last = line.tsNs;
+    const first = this.count === 0;
+    if (first) this.first = line.tsNs;
+    if (line.tsNs > this.last || first) this.last = line.tsNs;
     if (line.tsNs < this.first) this.first = line.tsNs;
-    this.times.append(`${sep}${line.tsNs}`);
-    this.lines.append(sep + (line.json === true ? line.line : JSON.stringify(line.line)));
+    this.times.append(first ? `${line.tsNs}` : `,${line.tsNs}`);
+    const c = line.compact;
+    const record =
+      c === undefined
+        ? literalRecord(line.line, line.json === true)
+        : `${COMPACT}${this.dict.lineHeader(c.id, c.target, c.service, c.handler, c.trace)}${FS}${
+            c.deployment === null ? '' : this.dict.value(c.deployment)
+          }${FS}${c.fields}`;
+    this.lines.append(first ? record : RS + record);
     this.count++;
   }
 
@@ -99,7 +112,8 @@ export class LineChunkBuilder {
       endNs: this.last,
       count: this.count,
       times: `[${this.times.text()}]`,
-      lines: `[${this.lines.text()}]`,
+      lines: this.lines.text(),
+      dict: this.dict.json(),
     };
   }
 }
@@ -107,6 +121,7 @@ export class LineChunkBuilder {
 export class SpanChunkBuilder {
   private readonly spans = new ByteText(32 * 1024);
   private readonly keys = new Set<string>();
+  private readonly dict = new ChunkDict();
   private first = 0n;
   private last = 0n;
   count = 0;
@@ -118,12 +133,12 @@ export class SpanChunkBuilder {
   ) {}
 
   add(span: SpanRecord): void {
-    const e = encodeSpan(span);
+    const e = encodeSpan(span, this.dict);
     if (this.count === 0 || e.startNs < this.first) this.first = e.startNs;
     if (this.count === 0 || e.startNs > this.last) this.last = e.startNs;
     this.keys.add(`t:${e.traceId}`);
     if (e.invocationId !== undefined) this.keys.add(`i:${e.invocationId}`);
-    this.spans.append(this.count === 0 ? e.json : `,${e.json}`);
+    this.spans.append(this.count === 0 ? e.record : RS + e.record);
     this.count++;
   }
 
@@ -135,7 +150,8 @@ export class SpanChunkBuilder {
       lastStartNs: this.last,
       count: this.count,
       keys: [...this.keys],
-      spans: `[${this.spans.text()}]`,
+      spans: this.spans.text(),
+      dict: this.dict.json(),
     };
   }
 }

@@ -20,9 +20,29 @@ export interface LogLineInsert {
   readonly labelsKey: string;
   /** restate.invocation.id of an invocation-scoped line. */
   readonly invocationId: string | undefined;
+  /** The line's text ('' for a compact line: the store renders its text when it is read). */
   readonly line: string;
   /** The line is the text of a JSON object, as JSON.stringify wrote it (the store may pass it on without escaping). */
   readonly json?: boolean;
+  /** A routine invocation lifecycle line in the store's compact form (see `CompactLine`), instead of `line`. */
+  readonly compact?: CompactLine;
+}
+
+/**
+ * A routine (debug-level) invocation lifecycle line as the store keeps it: the parts its text is made of, rendered into
+ * the line by PostgreSQL when a query reads it (migration 0012 documents the format, invocation-log.ts makes them).
+ * The invocation's names and the deployment are stored once per chunk and referred to by position.
+ */
+export interface CompactLine {
+  readonly id: string;
+  readonly target: string;
+  readonly service: string;
+  readonly handler: string;
+  /** The trace id of its spans, if any. */
+  readonly trace: string | null;
+  readonly deployment: string | null;
+  /** The event, attempt, partition and the event's value (JSON text or '') joined by U+001F. */
+  readonly fields: string;
 }
 
 /** A stream selector matcher, `{name op "value"}`. Regexes are anchored at both ends, as in Loki and Prometheus. */

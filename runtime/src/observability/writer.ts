@@ -48,10 +48,13 @@ class ChunkQueue<B extends Counted & { seal(): C }, C extends Counted> {
     return this.size;
   }
 
-  /** Adds one item with `fill` to the chunk being filled for `key` (made by `make` if there is none or it is full). */
-  add(key: string, make: () => B, fill: (b: B) => void): void {
+  /**
+   * Adds one item with `fill` to the chunk being filled for `key` (made by `make` if there is none, it is full or it is
+   * not `fits` for the item: another time window or scope). `key` is a string the caller keeps (its hash is cached).
+   */
+  add(key: string, fits: (b: B) => boolean, make: () => B, fill: (b: B) => void): void {
     let b = this.open.get(key);
-    if (b !== undefined && b.count >= this.perChunk) {
+    if (b !== undefined && (b.count >= this.perChunk || !fits(b))) {
       this.open.delete(key);
       this.sealed.push(b.seal());
       b = undefined;
@@ -145,7 +148,8 @@ export class ObservabilityWriter {
     if (this.closed) return;
     const window = chunkWindow(line.tsNs);
     this.logs.add(
-      `${window} ${line.labelsKey}`,
+      line.labelsKey,
+      (b) => b.window === window,
       () => new LineChunkBuilder(line.labels, line.labelsKey, window),
       (b) => b.add(line),
     );
@@ -155,7 +159,8 @@ export class ObservabilityWriter {
     if (this.closed) return;
     const window = chunkWindow(span.startNs);
     this.spans.add(
-      `${window} ${resourceKey(span.resource)} ${span.scope}`,
+      resourceKey(span.resource),
+      (b) => b.window === window && b.scope === span.scope,
       () => new SpanChunkBuilder(span.resource, span.scope, window),
       (b) => b.add(span),
     );

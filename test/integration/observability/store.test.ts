@@ -286,7 +286,8 @@ describe('observability writer', () => {
       if (!this.up) return Promise.reject(new Error('store away'));
       for (const c of chunks) {
         this.chunks++;
-        const lines = JSON.parse(c.lines) as string[];
+        // Format 1: records separated by U+001E (these lines are stored as they are).
+        const lines = c.lines.split('\u001e');
         const times = JSON.parse(c.times) as number[];
         expect(lines).toHaveLength(c.count);
         expect(times).toHaveLength(c.count);
@@ -296,7 +297,7 @@ describe('observability writer', () => {
     }
     insertSpans(chunks: readonly SpanChunk[]): Promise<void> {
       if (!this.up) return Promise.reject(new Error('store away'));
-      for (const c of chunks) this.spans.push(...(JSON.parse(c.spans) as unknown[]));
+      for (const c of chunks) this.spans.push(...c.spans.split('\u001e'));
       return Promise.resolve();
     }
   }

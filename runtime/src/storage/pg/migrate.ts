@@ -7,7 +7,7 @@ import {
 } from '../../errors/config-errors.ts';
 
 /** Storage format written by this build. Raise it with every migration that older runtimes cannot read. */
-export const STORAGE_FORMAT_VERSION = 11;
+export const STORAGE_FORMAT_VERSION = 12;
 /** Any fixed 64-bit key works; it only has to be the same for every Ratchet process sharing the database. */
 const MIGRATION_LOCK_KEY = '7308432957233170001';
 

@@ -3,15 +3,16 @@ import { inTransaction } from '../pool.ts';
 import type { LineChunk } from '../../../observability/chunks.ts';
 import type { LabelMatcher, LogRecord, LogSelection, LogSource } from '../../../observability/model.ts';
 import { streamKey } from '../../../observability/labels.ts';
+import { chunkMustContain } from '../../../observability/store-format.ts';
 import { matchesAll } from '../../../observability/matchers.ts';
 import { type Partitions, windowStart } from './partitions.ts';
 import { readInSlices } from './slices.ts';
 
-/** The lines of the chunks a query selects, one row each: `u.ts_ns`, `u.line`, and `u.o` its place in the chunk. */
-const LINES = `ratchet.log_chunk c CROSS JOIN LATERAL (
-  SELECT t::bigint AS ts_ns, CASE json_typeof(e) WHEN 'string' THEN e #>> '{}' ELSE e::text END AS line, o
-  FROM ROWS FROM (json_array_elements_text(c.ts_ns::json), json_array_elements(c.lines::json)) WITH ORDINALITY
-    AS x(t, e, o)) u`;
+/**
+ * The lines of the chunks a query selects, one row each: `u.ts_ns`, `u.line`, and `u.o` its place in the chunk
+ * (compact records rendered into their lines: migration 0012).
+ */
+const LINES = `ratchet.log_chunk c CROSS JOIN LATERAL ratchet.chunk_lines(c.format, c.ts_ns, c.lines, c.dict) u`;
 
 interface StreamRow {
   id: string;
@@ -69,9 +70,9 @@ export class PgLogStore implements LogSource {
       // PostgreSQL until a query reads them.
       for (const c of chunks) {
         await client.query(
-          `INSERT INTO ratchet.log_chunk (start_ns, end_ns, seq, stream_id, ts_ns, lines)
-           VALUES ($1, $2, nextval('ratchet.log_chunk_seq'), $3, $4, $5)`,
-          [c.startNs.toString(), c.endNs.toString(), ids.get(c.labelsKey)!, c.times, c.lines],
+          `INSERT INTO ratchet.log_chunk (start_ns, end_ns, seq, stream_id, ts_ns, lines, format, dict)
+           VALUES ($1, $2, nextval('ratchet.log_chunk_seq'), $3, $4, $5, 1, $6)`,
+          [c.startNs.toString(), c.endNs.toString(), ids.get(c.labelsKey)!, c.times, c.lines, c.dict],
         );
       }
     });
@@ -124,8 +125,11 @@ export class PgLogStore implements LogSource {
     const filters: string[] = [];
     for (const f of q.lineFilters) {
       // Substring filters run in PostgreSQL; regex filters only in the engine (RE2 and PostgreSQL's regexes differ).
-      if (f.op === '|=') filters.push(`strpos(u.line, $${values.push(f.value)}) > 0`);
-      else if (f.op === '!=') filters.push(`strpos(u.line, $${values.push(f.value)}) = 0`);
+      if (f.op === '|=') {
+        const v = `$${values.push(f.value)}`;
+        filters.push(`strpos(u.line, ${v}) > 0`);
+        if (chunkMustContain(f.value)) filters.push(`(strpos(c.lines, ${v}) > 0 OR strpos(c.dict, ${v}) > 0)`);
+      } else if (f.op === '!=') filters.push(`strpos(u.line, $${values.push(f.value)}) = 0`);
     }
     const order = q.direction === 'forward' ? 'ASC' : 'DESC';
     const { rows } = await this.pool.query<{ ts_ns: string; stream_id: string; line: string }>(

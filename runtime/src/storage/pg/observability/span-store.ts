@@ -31,10 +31,8 @@ interface SpanRow {
   scope: string;
 }
 
-/** The spans of the chunks a query selects, one row each, with the columns of SpanRow. */
-const SPANS = `ratchet.span_chunk c CROSS JOIN LATERAL json_to_recordset(c.spans::json) AS s(trace_id text, span_id text,
-  parent_span_id text, name text, kind smallint, start_ns bigint, end_ns bigint, status_code smallint,
-  status_message text, attributes jsonb, events jsonb, links jsonb)`;
+/** The spans of the chunks a query selects, one row each, with the columns of SpanRow (migration 0012). */
+const SPANS = `ratchet.span_chunk c CROSS JOIN LATERAL ratchet.chunk_spans(c.format, c.spans, c.dict) s`;
 const COLUMNS = `s.start_ns, s.end_ns, s.trace_id, s.span_id, s.parent_span_id, s.name, s.kind, s.status_code,
   s.status_message, s.attributes, s.events, s.links, c.resource, c.scope`;
 
@@ -84,9 +82,9 @@ export class PgSpanStore implements SpanSource {
     );
     for (const c of chunks) {
       await this.pool.query(
-        `INSERT INTO ratchet.span_chunk (start_ns, last_start_ns, keys, resource, scope, spans)
-         VALUES ($1, $2, $3, $4, $5, $6)`,
-        [c.startNs.toString(), c.lastStartNs.toString(), c.keys, resourceText(c.resource), c.scope, c.spans],
+        `INSERT INTO ratchet.span_chunk (start_ns, last_start_ns, keys, resource, scope, spans, format, dict)
+         VALUES ($1, $2, $3, $4, $5, $6, 1, $7)`,
+        [c.startNs.toString(), c.lastStartNs.toString(), c.keys, resourceText(c.resource), c.scope, c.spans, c.dict],
       );
     }
   }
