@@ -4,8 +4,8 @@
  * next flush sits outside V8's heap instead of being promoted to the old generation and traced by every major GC —
  * with the store on, that garbage collection was the largest cost per invocation (bench/README.md, session 9).
  */
-import type { AttributeValue, LogLineInsert, SpanRecord } from './model.ts';
-import { encodeSpan } from './span-json.ts';
+import type { AttributeValue, CompactSpan, LogLineInsert, SpanRecord } from './model.ts';
+import { encodeCompactSpan, encodeSpan } from './span-json.ts';
 import { ChunkDict, COMPACT, FS, literalRecord, RS } from './store-format.ts';
 
 /** Chunks never span two of the store's partition windows (storage/pg/observability/partitions.ts). */
@@ -134,11 +134,20 @@ export class SpanChunkBuilder {
 
   add(span: SpanRecord): void {
     const e = encodeSpan(span, this.dict);
-    if (this.count === 0 || e.startNs < this.first) this.first = e.startNs;
-    if (this.count === 0 || e.startNs > this.last) this.last = e.startNs;
-    this.keys.add(`t:${e.traceId}`);
-    if (e.invocationId !== undefined) this.keys.add(`i:${e.invocationId}`);
-    this.spans.append(this.count === 0 ? e.record : RS + e.record);
+    this.append(e.startNs, e.traceId, e.invocationId, e.record);
+  }
+
+  /** A span that its tracer made compact (Ratchet's own tracer, for the spans every invocation has). */
+  addCompact(c: CompactSpan): void {
+    this.append(c.startNs, c.traceId, c.id, encodeCompactSpan(c, this.dict));
+  }
+
+  private append(startNs: bigint, traceId: string, invocationId: string | undefined, record: string): void {
+    if (this.count === 0 || startNs < this.first) this.first = startNs;
+    if (this.count === 0 || startNs > this.last) this.last = startNs;
+    this.keys.add(`t:${traceId}`);
+    if (invocationId !== undefined) this.keys.add(`i:${invocationId}`);
+    this.spans.append(this.count === 0 ? record : RS + record);
     this.count++;
   }
 

@@ -124,6 +124,33 @@ export interface SpanRecord {
   readonly scope: string;
 }
 
+/**
+ * One of the spans every invocation has, when it went as usual (no events, links or error), in the store's compact
+ * form (migration 0012): `s` its `invocation-start`, `a` an `invocation-attempt`, `e` its `invocation-end`, `i` the
+ * `ingress` span of the request that made it. The store renders it back into the span Ratchet's tracer would have
+ * recorded (kind internal, status unset, the attributes of its kind). Times are Unix ns.
+ */
+export interface CompactSpan {
+  readonly kind: 's' | 'a' | 'e' | 'i';
+  readonly traceId: string;
+  readonly spanId: string;
+  readonly parentSpanId: string;
+  readonly startNs: bigint;
+  readonly endNs: bigint;
+  readonly id: string;
+  readonly target: string;
+  readonly service: string;
+  readonly handler: string;
+  /** `a`: the attempt's number, protocol version and deployment. */
+  readonly attempt?: number;
+  readonly protocol?: number;
+  readonly deployment?: string | undefined;
+  /** `i`: the client's address and port, and the HTTP status answered. */
+  readonly address?: string | undefined;
+  readonly port?: number | undefined;
+  readonly status?: number;
+}
+
 /** An attribute condition a span store can use to narrow a scan (an index lookup); the engine checks it again. */
 export interface SpanHint {
   readonly scope: 'span' | 'resource' | 'any';

@@ -1,4 +1,4 @@
-import type { AttributeValue, SpanRecord } from './model.ts';
+import type { AttributeValue, CompactSpan, SpanRecord } from './model.ts';
 import { COMPACT, FS, literalRecord, type ChunkDict } from './store-format.ts';
 
 /**
@@ -73,7 +73,34 @@ function namedAs(name: string, prefix: string, target: string, service: string, 
   );
 }
 
+/**
+ * A compact span's record (migration 0012). Its ids must be lower-case hex of their lengths and its numbers safe
+ * non-negative integers: Ratchet's tracers make them so, and `asCompact` checks a span from elsewhere.
+ */
+export function encodeCompactSpan(c: CompactSpan, dict: ChunkDict): string {
+  let extra: string;
+  switch (c.kind) {
+    case 'a':
+      extra = `${FS}${c.attempt}${FS}${c.protocol}${FS}${c.deployment === undefined ? '' : dict.value(c.deployment)}`;
+      break;
+    case 'i':
+      extra = `${FS}${c.address === undefined ? '' : dict.value(c.address)}${FS}${c.port ?? ''}${FS}${c.status}`;
+      break;
+    case 's':
+    case 'e':
+      extra = '';
+  }
+  const header = dict.spanHeader(c.id, c.target, c.service, c.handler, c.traceId);
+  return `${COMPACT}${header}${FS}${c.kind}${FS}${c.spanId}${FS}${c.parentSpanId}${FS}${c.startNs}${FS}${c.endNs}${extra}`;
+}
+
 function compactSpan(s: SpanRecord, dict: ChunkDict): string | undefined {
+  const c = asCompact(s);
+  return c === undefined ? undefined : encodeCompactSpan(c, dict);
+}
+
+/** A span recorded in full that is one of the compact kinds, as a compact span; undefined for any other. */
+export function asCompact(s: SpanRecord): CompactSpan | undefined {
   if (s.kind !== 1 || s.statusCode !== 0 || s.statusMessage !== '' || s.events.length > 0 || s.links.length > 0) {
     return undefined;
   }
@@ -84,50 +111,102 @@ function compactSpan(s: SpanRecord, dict: ChunkDict): string | undefined {
   const handler = a['rpc.method'];
   if (typeof id !== 'string' || typeof target !== 'string' || typeof service !== 'string') return undefined;
   if (typeof handler !== 'string') return undefined;
+  if (!TRACE_ID.test(s.traceId) || !HEX_ID.test(s.spanId) || !(s.parentSpanId === '' || HEX_ID.test(s.parentSpanId))) {
+    return undefined;
+  }
+  const common = {
+    traceId: s.traceId,
+    spanId: s.spanId,
+    parentSpanId: s.parentSpanId,
+    startNs: s.startNs,
+    endNs: s.endNs,
+    id,
+    target,
+    service,
+    handler,
+  };
   // The attributes a kind has: the four above and its own; counted, so that a span with any other is stored in full.
   let expected = 4;
-  let kind: string;
-  let extra: string;
-  const c = s.name.charCodeAt(0);
-  if (c === 0x69 /* i */ && s.name.startsWith('invocation-')) {
+  let c: CompactSpan;
+  if (namedAs(s.name, 'invocation-attempt ', target, service, handler)) {
     const attempt = a['restate.invocation.attempt'];
     const protocol = a['restate.deployment.service_protocol_version'];
-    if (namedAs(s.name, 'invocation-attempt ', target, service, handler)) {
-      const dp = a['restate.deployment.id'];
-      if (a['rpc.system'] !== 'restate' || !isCount(attempt) || !isCount(protocol)) return undefined;
-      if (dp !== undefined && typeof dp !== 'string') return undefined;
-      expected += dp === undefined ? 3 : 4;
-      kind = 'a';
-      extra = `${FS}${attempt}${FS}${protocol}${FS}${dp === undefined ? '' : dict.value(dp)}`;
-    } else if (namedAs(s.name, 'invocation-start ', target, service, handler)) {
-      kind = 's';
-      extra = '';
-    } else if (namedAs(s.name, 'invocation-end ', target, service, handler)) {
-      if (a['restate.invocation.result'] !== 'success') return undefined;
-      expected += 1;
-      kind = 'e';
-      extra = '';
-    } else {
-      return undefined;
-    }
-  } else if (c === 0x69 && namedAs(s.name, 'ingress ', target, service, handler)) {
+    const deployment = a['restate.deployment.id'];
+    if (a['rpc.system'] !== 'restate' || !isCount(attempt) || !isCount(protocol)) return undefined;
+    if (deployment !== undefined && typeof deployment !== 'string') return undefined;
+    expected += deployment === undefined ? 3 : 4;
+    c = { ...common, kind: 'a', attempt, protocol, deployment };
+  } else if (namedAs(s.name, 'invocation-start ', target, service, handler)) {
+    c = { ...common, kind: 's' };
+  } else if (namedAs(s.name, 'invocation-end ', target, service, handler)) {
+    if (a['restate.invocation.result'] !== 'success') return undefined;
+    expected += 1;
+    c = { ...common, kind: 'e' };
+  } else if (namedAs(s.name, 'ingress ', target, service, handler)) {
     const address = a['client.socket.address'];
     const port = a['client.socket.port'];
     const status = a['http.response.status_code'];
     if (address !== undefined && typeof address !== 'string') return undefined;
     if ((port !== undefined && !isCount(port)) || !isCount(status)) return undefined;
     expected += 1 + (address === undefined ? 0 : 1) + (port === undefined ? 0 : 1);
-    kind = 'i';
-    extra = `${FS}${address === undefined ? '' : dict.value(address)}${FS}${port ?? ''}${FS}${status}`;
+    c = { ...common, kind: 'i', address, port, status };
   } else {
     return undefined;
   }
   let count = 0;
   for (const _ in a) count++;
-  if (count !== expected) return undefined;
-  if (!TRACE_ID.test(s.traceId) || !HEX_ID.test(s.spanId) || !(s.parentSpanId === '' || HEX_ID.test(s.parentSpanId))) {
-    return undefined;
+  return count === expected ? c : undefined;
+}
+
+const PREFIX: Readonly<Record<CompactSpan['kind'], string>> = {
+  s: 'invocation-start ',
+  a: 'invocation-attempt ',
+  e: 'invocation-end ',
+  i: 'ingress ',
+};
+
+/**
+ * A compact span as the span it stands for: what `ratchet.render_span` (migration 0012) makes of its record, for a
+ * sink that is not the store (tests, tools).
+ */
+export function expandCompactSpan(
+  c: CompactSpan,
+  resource: Readonly<Record<string, AttributeValue>>,
+  scope: string,
+): SpanRecord {
+  const keyed = c.target !== `${c.service}/${c.handler}`;
+  const attributes: Record<string, AttributeValue> = {
+    'restate.invocation.id': c.id,
+    'restate.invocation.target': c.target,
+    'rpc.service': c.service,
+    'rpc.method': c.handler,
+  };
+  if (c.kind === 'a') {
+    attributes['rpc.system'] = 'restate';
+    attributes['restate.invocation.attempt'] = c.attempt!;
+    attributes['restate.deployment.service_protocol_version'] = c.protocol!;
+    if (c.deployment !== undefined) attributes['restate.deployment.id'] = c.deployment;
+  } else if (c.kind === 'e') {
+    attributes['restate.invocation.result'] = 'success';
+  } else if (c.kind === 'i') {
+    if (c.address !== undefined) attributes['client.socket.address'] = c.address;
+    if (c.port !== undefined) attributes['client.socket.port'] = c.port;
+    attributes['http.response.status_code'] = c.status!;
   }
-  const header = dict.spanHeader(id, target, service, handler, s.traceId);
-  return `${COMPACT}${header}${FS}${kind}${FS}${s.spanId}${FS}${s.parentSpanId}${FS}${s.startNs}${FS}${s.endNs}${extra}`;
+  return {
+    traceId: c.traceId,
+    spanId: c.spanId,
+    parentSpanId: c.parentSpanId,
+    name: `${PREFIX[c.kind]}${c.service}${keyed ? '/{key}/' : '/'}${c.handler}`,
+    kind: 1,
+    startNs: c.startNs,
+    endNs: c.endNs,
+    statusCode: 0,
+    statusMessage: '',
+    attributes,
+    events: [],
+    links: [],
+    resource,
+    scope,
+  };
 }

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { chunkWindow, LineChunkBuilder, SpanChunkBuilder, type LineChunk, type SpanChunk } from './chunks.ts';
-import type { LogLineInsert, SpanRecord } from './model.ts';
+import type { AttributeValue, CompactSpan, LogLineInsert, SpanRecord } from './model.ts';
 
 /** Where the writer puts chunks: PostgreSQL in a node (storage/pg/observability), anything in a test. */
 export interface ObservabilitySink {
@@ -163,6 +163,18 @@ export class ObservabilityWriter {
       (b) => b.window === window && b.scope === span.scope,
       () => new SpanChunkBuilder(span.resource, span.scope, window),
       (b) => b.add(span),
+    );
+  }
+
+  /** One of an invocation's routine spans in the store's compact form, from the node's tracer (`resource`, `scope`). */
+  compactSpan(c: CompactSpan, resource: Readonly<Record<string, AttributeValue>>, scope: string): void {
+    if (this.closed) return;
+    const window = chunkWindow(c.startNs);
+    this.spans.add(
+      resourceKey(resource),
+      (b) => b.window === window && b.scope === scope,
+      () => new SpanChunkBuilder(resource, scope, window),
+      (b) => b.addCompact(c),
     );
   }
 

@@ -7,6 +7,7 @@ import { compactLine, storedLine } from '../../../runtime/src/observability/invo
 import { streamKey } from '../../../runtime/src/observability/labels.ts';
 import type { LogLineInsert, SpanRecord } from '../../../runtime/src/observability/model.ts';
 import { chunkMustContain } from '../../../runtime/src/observability/store-format.ts';
+import { asCompact, expandCompactSpan } from '../../../runtime/src/observability/span-json.ts';
 import { migrate } from '../../../runtime/src/storage/pg/migrate.ts';
 import { PgObservabilityStore } from '../../../runtime/src/storage/pg/observability/store.ts';
 import { createPool } from '../../../runtime/src/storage/pg/pool.ts';
@@ -353,6 +354,9 @@ describe('observability store: compact records', () => {
     expect(chunks).toHaveLength(1);
     const records = chunks[0]!.spans.split('\u001e');
     expect(records.map((r) => r.startsWith('\u0010'))).toEqual([true, true, true, true, false, false, false]);
+    // The Node side's rendering (for sinks other than the store) agrees with PostgreSQL's.
+    for (const s of spans.slice(0, 4)) expect(expandCompactSpan(asCompact(s)!, s.resource, s.scope)).toEqual(s);
+    for (const s of spans.slice(4)) expect(asCompact(s)).toBeUndefined();
     await store.insertSpans(chunks);
     const read = await store.spans.trace(traceId);
     const byId = (a: SpanRecord, b: SpanRecord): number => a.spanId.localeCompare(b.spanId);

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import type { SpanRecord } from '../../../runtime/src/observability/model.ts';
+import type { CompactSpan, SpanRecord } from '../../../runtime/src/observability/model.ts';
 import {
   contextOf,
   fromHeaders,
@@ -14,12 +14,21 @@ import { InvocationTracer } from '../../../runtime/src/observability/tracing/inv
 import { createTracing } from '../../../runtime/src/observability/tracing/tracing.ts';
 import { IngressTracer } from '../../../runtime/src/observability/tracing/ingress-tracer.ts';
 import { RecordingTracer } from '../../../runtime/src/observability/tracing/recording-tracer.ts';
-import { StoreSpanProcessor } from '../../../runtime/src/observability/tracing/store-exporter.ts';
+import { StoreSpanProcessor, type SpanSink } from '../../../runtime/src/observability/tracing/store-exporter.ts';
+import { expandCompactSpan } from '../../../runtime/src/observability/span-json.ts';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 import type { Tracer } from '@opentelemetry/api';
 
 const silent = pino({ level: 'silent' });
+
+/** A span sink into an array (compact spans as the spans they stand for, as the store renders them). */
+function sinkOf(into: SpanRecord[]): SpanSink {
+  return {
+    span: (s) => into.push(s),
+    compactSpan: (c, resource, scope) => into.push(expandCompactSpan(c, resource, scope)),
+  };
+}
 
 describe('trace context', () => {
   it('round-trips a traceparent with its tracestate, and refuses an invalid one', () => {
@@ -43,6 +52,26 @@ describe('trace context', () => {
   });
 });
 
+// Ids and times differ between the runs; the rest, and how the spans refer to each other, must not.
+function shape(spans: SpanRecord[]): unknown[] {
+  const ids = new Map<string, string>();
+  const idOf = (id: string): string => {
+    if (id === '' || id === '00f067aa0ba902b7' || id === 'b7ad6b7169203331') return id;
+    if (!ids.has(id)) ids.set(id, `span${ids.size}`);
+    return ids.get(id)!;
+  };
+  for (const s of spans) idOf(s.spanId);
+  return spans.map((s) => ({
+    ...s,
+    traceId: s.traceId === '4bf92f3577b34da6a3ce929d0e0e4736' ? 'client trace' : 'other',
+    spanId: idOf(s.spanId),
+    parentSpanId: idOf(s.parentSpanId),
+    startNs: 0,
+    endNs: s.endNs >= s.startNs,
+    events: s.events.map((e) => ({ ...e, timeNs: e.timeNs >= s.startNs })),
+  }));
+}
+
 describe('tracing', () => {
   it('stores the spans of an invocation: start, attempts (a failed one with its error), end, under one trace', async () => {
     const spans: SpanRecord[] = [];
@@ -50,7 +79,7 @@ describe('tracing', () => {
       clusterName: 'c',
       nodeName: 'n',
       version: '1.2.3',
-      sink: { span: (s) => spans.push(s) },
+      sink: sinkOf(spans),
       logger: silent,
     })!;
     expect(tracing.exportsOtlp).toBe(false);
@@ -124,31 +153,12 @@ describe('tracing', () => {
     const viaSdk: SpanRecord[] = [];
     const provider = new BasicTracerProvider({
       resource: resourceFromAttributes(resource),
-      spanProcessors: [new StoreSpanProcessor({ span: (s) => viaSdk.push(s) })],
+      spanProcessors: [new StoreSpanProcessor(sinkOf(viaSdk))],
     });
     run(provider.getTracer('services'));
     const direct: SpanRecord[] = [];
-    run(new RecordingTracer({ span: (s) => direct.push(s) }, resource, 'services'));
+    run(new RecordingTracer(sinkOf(direct), resource, 'services'));
 
-    // Ids and times differ between the runs; the rest, and how the spans refer to each other, must not.
-    const shape = (spans: SpanRecord[]): unknown[] => {
-      const ids = new Map<string, string>();
-      const idOf = (id: string): string => {
-        if (id === '' || id === '00f067aa0ba902b7' || id === 'b7ad6b7169203331') return id;
-        if (!ids.has(id)) ids.set(id, `span${ids.size}`);
-        return ids.get(id)!;
-      };
-      for (const s of spans) idOf(s.spanId);
-      return spans.map((s) => ({
-        ...s,
-        traceId: s.traceId === '4bf92f3577b34da6a3ce929d0e0e4736' ? 'client trace' : 'other',
-        spanId: idOf(s.spanId),
-        parentSpanId: idOf(s.parentSpanId),
-        startNs: 0,
-        endNs: s.endNs >= s.startNs,
-        events: s.events.map((e) => ({ ...e, timeNs: e.timeNs >= s.startNs })),
-      }));
-    };
     expect(direct).toHaveLength(5);
     expect(shape(direct)).toEqual(shape(viaSdk));
     expect(direct.every((s) => s.traceId === '4bf92f3577b34da6a3ce929d0e0e4736')).toBe(true);
@@ -165,17 +175,83 @@ describe('tracing', () => {
     await provider.shutdown();
   });
 
+  it("keeps an invocation's routine spans compact, and they are the SDK's spans all the same", async () => {
+    const resource = { 'service.name': 'Ratchet', 'service.instance.id': 'c/n' };
+    const run = (tracer: Tracer, traceparent: string | undefined): void => {
+      const ingress = new IngressTracer(tracer).start({
+        service: 'Counter',
+        handler: 'add',
+        key: 'k',
+        headers: traceparent === undefined ? {} : { traceparent },
+        remoteAddress: '127.0.0.1',
+        remotePort: 5000,
+      });
+      const tracer2 = new InvocationTracer(tracer);
+      const req = { id: 'inv_1', target: 'Counter/k/add', service: 'Counter', handler: 'add', key: 'k' };
+      const traceContext = tracer2.newTrace({ ...req, parent: ingress.traceContext, caller: undefined });
+      ingress.end('inv_1', 200);
+      const inv = { ...req, deploymentId: 'dp_1', attempt: 0, partition: 0, traceContext };
+      // A failed attempt (made a span like any other when it fails), then one that ends as usual.
+      tracer2.event(inv, { kind: 'started', protocolVersion: 6 });
+      tracer2.event(inv, { kind: 'retrying', code: 'RT0007', message: 'boom', stacktrace: undefined, delayMs: 10 });
+      tracer2.event({ ...inv, attempt: 1 }, { kind: 'started', protocolVersion: 6 });
+      tracer2.event(
+        { ...inv, attempt: 1 },
+        { kind: 'completed', outcome: 'success', code: undefined, message: undefined },
+      );
+      // An ingress request that failed: its span is not routine.
+      new IngressTracer(tracer)
+        .start({
+          service: 'A',
+          handler: 'b',
+          key: undefined,
+          headers: {},
+          remoteAddress: undefined,
+          remotePort: undefined,
+        })
+        .end(undefined, 503);
+    };
+    for (const traceparent of ['00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', undefined]) {
+      const viaSdk: SpanRecord[] = [];
+      const provider = new BasicTracerProvider({
+        resource: resourceFromAttributes(resource),
+        spanProcessors: [new StoreSpanProcessor(sinkOf(viaSdk))],
+      });
+      run(provider.getTracer('services'), traceparent);
+      const compact: CompactSpan[] = [];
+      const direct: SpanRecord[] = [];
+      run(
+        new RecordingTracer(
+          {
+            span: (s) => direct.push(s),
+            compactSpan: (c, r, sc) => {
+              compact.push(c);
+              direct.push(expandCompactSpan(c, r, sc));
+            },
+          },
+          resource,
+          'services',
+        ),
+        traceparent,
+      );
+      // ingress, start, the second attempt and the end went compact; the failed attempt and the 503 did not.
+      expect(compact.map((c) => c.kind).sort()).toEqual(['a', 'e', 'i', 's']);
+      expect(direct).toHaveLength(6);
+      const byName = (a: SpanRecord, b: SpanRecord): number =>
+        `${a.name}${a.statusCode}`.localeCompare(`${b.name}${b.statusCode}`);
+      expect(shape([...direct].sort(byName))).toEqual(shape([...viaSdk].sort(byName)));
+      await provider.shutdown();
+    }
+  });
+
   it('records nothing below a parent that was not sampled, as the SDK with its default sampler', () => {
     const unsampled = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00';
     const viaSdk: SpanRecord[] = [];
     const provider = new BasicTracerProvider({
-      spanProcessors: [new StoreSpanProcessor({ span: (s) => viaSdk.push(s) })],
+      spanProcessors: [new StoreSpanProcessor(sinkOf(viaSdk))],
     });
     const direct: SpanRecord[] = [];
-    for (const tracer of [
-      provider.getTracer('services'),
-      new RecordingTracer({ span: (s) => direct.push(s) }, {}, 's'),
-    ]) {
+    for (const tracer of [provider.getTracer('services'), new RecordingTracer(sinkOf(direct), {}, 's')]) {
       const ctx = new InvocationTracer(tracer).newTrace({
         id: 'inv_1',
         target: 'A/b',
@@ -217,7 +293,7 @@ describe('tracing', () => {
         clusterName: 'c',
         nodeName: 'n',
         version: '1',
-        sink: { span: (s) => stored.push(s) },
+        sink: sinkOf(stored),
         logger: silent,
       })!;
       expect(tracing.exportsOtlp).toBe(true);

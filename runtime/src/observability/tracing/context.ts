@@ -32,6 +32,22 @@ export function serializeContext(span: SpanContext): string {
   return carrier.tracestate === undefined || carrier.tracestate === '' ? parent : `${parent} ${carrier.tracestate}`;
 }
 
+/** The ids of the span a stored trace context names, when it is a plain sampled one (version 00, no tracestate). */
+export interface PlainParent {
+  readonly traceId: string;
+  readonly spanId: string;
+}
+
+/**
+ * The parent a stored trace context gives a new span, for a tracer that records compact spans: undefined when there
+ * is none (a new trace), null when it is not a plain sampled traceparent (then the span goes the general way).
+ */
+export function plainParent(stored: string | null | undefined): PlainParent | undefined | null {
+  if (stored === null || stored === undefined || stored === '') return undefined;
+  const p = new StoredTraceContext(stored).parent;
+  return p === undefined || !p.sampled ? null : p;
+}
+
 /** The OpenTelemetry context a stored (or received) trace context stands for; the root context when there is none. */
 export function contextOf(stored: string | null | undefined): Context {
   if (stored === null || stored === undefined || stored === '') return ROOT_CONTEXT;

@@ -15,7 +15,7 @@ import {
   type TimeInput,
   type Tracer,
 } from '@opentelemetry/api';
-import type { AttributeValue, SpanEvent, SpanLink, SpanRecord } from '../model.ts';
+import type { AttributeValue, CompactSpan, SpanEvent, SpanLink, SpanRecord } from '../model.ts';
 import { StoredTraceContext } from './context.ts';
 import type { SpanSink } from './store-exporter.ts';
 
@@ -32,7 +32,7 @@ const CLOCK_OFFSET_NS =
   BigInt(Math.round((performance.timeOrigin + performance.now()) * 1e6)) - process.hrtime.bigint();
 
 /** Unix time in nanoseconds now. */
-function nowNs(): bigint {
+export function nowNs(): bigint {
   return process.hrtime.bigint() + CLOCK_OFFSET_NS;
 }
 
@@ -51,7 +51,7 @@ const POOL_BYTES = 4096;
 let poolHex = '';
 let poolOffset = 0;
 
-function randomHex(bytes: number): string {
+export function randomHex(bytes: number): string {
   const chars = bytes * 2;
   for (;;) {
     if (poolOffset + chars > poolHex.length) {
@@ -275,5 +275,27 @@ export class RecordingTracer implements Tracer {
   /** @internal A span ended: its record goes to the store's writer. */
   finished(record: SpanRecord): void {
     this.sink.span(record);
+  }
+
+  /**
+   * An invocation's routine span, ended, straight to the store in its compact form: what the invocation and ingress
+   * tracers record for the spans every invocation has, without a span object (see `CompactSpan`).
+   */
+  emit(c: CompactSpan): void {
+    this.sink.compactSpan(c, this.resource, this.scope);
+  }
+
+  /**
+   * A span that was being kept compact and turned out not to be routine (an event, an error): recording from here on
+   * as any span, with the ids and start it had.
+   */
+  resume(
+    ids: { traceId: string; spanId: string; parentSpanId: string },
+    name: string,
+    startNs: bigint,
+    attributes: Record<string, AttributeValue>,
+  ): Span {
+    const context: SpanContext = { traceId: ids.traceId, spanId: ids.spanId, traceFlags: TraceFlags.SAMPLED };
+    return new RecordingSpan(this, context, ids.parentSpanId, name, 0, startNs, attributes, undefined);
   }
 }

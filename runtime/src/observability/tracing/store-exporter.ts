@@ -1,11 +1,13 @@
 import type { Attributes } from '@opentelemetry/api';
 import { hrTimeToNanoseconds } from '@opentelemetry/core';
 import type { ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace-base';
-import type { AttributeValue, SpanRecord } from '../model.ts';
+import type { AttributeValue, CompactSpan, SpanRecord } from '../model.ts';
 
 /** Where finished spans go: the node's observability writer. */
 export interface SpanSink {
   span(span: SpanRecord): void;
+  /** An invocation's routine span in the store's compact form (see `CompactSpan`). */
+  compactSpan(c: CompactSpan, resource: Readonly<Record<string, AttributeValue>>, scope: string): void;
 }
 
 function attributes(attrs: Attributes): Record<string, AttributeValue> {
