@@ -95,6 +95,7 @@ async function main(): Promise<void> {
           const countersAfter = await runtime.counters();
           const n = Math.max(1, stats.ok);
           const cpu = ((after.runtime - before.runtime + after.postgres - before.postgres) / n) * 1000;
+          const pgCpu = ((after.postgres - before.postgres) / n) * 1000;
           const commits = (countersAfter.commits ?? 0) - (counters.commits ?? 0);
           const commitS = (countersAfter.commitSeconds ?? 0) - (counters.commitSeconds ?? 0);
           const row: Row = {
@@ -110,7 +111,7 @@ async function main(): Promise<void> {
           rows.set(key, [...(rows.get(key) ?? []), row]);
           process.stdout.write(
             `${variant.name} ${generator} round ${round}: ${stats.rps.toFixed(0)} req/s, p50 ${stats.latencyMs.p50.toFixed(2)} ms, ` +
-              `${cpu.toFixed(3)} ms CPU/inv (Ratchet + PostgreSQL), load generator ${row.loadCpu.toFixed(3)} ms/inv, ` +
+              `${cpu.toFixed(3)} ms CPU/inv (Ratchet ${(cpu - pgCpu).toFixed(3)} + PostgreSQL ${pgCpu.toFixed(3)}), load generator ${row.loadCpu.toFixed(3)} ms/inv, ` +
               `${row.commitsPerInv.toFixed(3)} commits/inv of ${row.commitMs.toFixed(2)} ms, committer busy ` +
               `${(row.busy * 100).toFixed(0)} %, failed ${stats.non2xx + stats.errors + stats.timeouts}\n`,
           );

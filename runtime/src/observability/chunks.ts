@@ -120,7 +120,9 @@ export class LineChunkBuilder {
 
 export class SpanChunkBuilder {
   private readonly spans = new ByteText(32 * 1024);
-  private readonly keys = new Set<string>();
+  /** Trace ids and invocation ids of its spans (its keys, prefixed when sealed). */
+  private readonly traces = new Set<string>();
+  private readonly invocations = new Set<string>();
   private readonly dict = new ChunkDict();
   private first = 0n;
   private last = 0n;
@@ -145,8 +147,8 @@ export class SpanChunkBuilder {
   private append(startNs: bigint, traceId: string, invocationId: string | undefined, record: string): void {
     if (this.count === 0 || startNs < this.first) this.first = startNs;
     if (this.count === 0 || startNs > this.last) this.last = startNs;
-    this.keys.add(`t:${traceId}`);
-    if (invocationId !== undefined) this.keys.add(`i:${invocationId}`);
+    this.traces.add(traceId);
+    if (invocationId !== undefined) this.invocations.add(invocationId);
     this.spans.append(this.count === 0 ? record : RS + record);
     this.count++;
   }
@@ -158,7 +160,7 @@ export class SpanChunkBuilder {
       startNs: this.first,
       lastStartNs: this.last,
       count: this.count,
-      keys: [...this.keys],
+      keys: [...[...this.traces].map((t) => `t:${t}`), ...[...this.invocations].map((i) => `i:${i}`)],
       spans: this.spans.text(),
       dict: this.dict.json(),
     };

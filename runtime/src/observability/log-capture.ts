@@ -82,7 +82,17 @@ export class LogCapture implements DestinationStream {
 
   /** A line that did not go through pino (see InvocationLog): stored as is, in order with the others. */
   direct(line: Omit<LogLineInsert, 'tsNs'>): void {
-    this.sink?.log({ ...line, tsNs: this.timestampNs(undefined) });
+    const sink = this.sink;
+    if (sink === undefined) return;
+    sink.log({
+      tsNs: this.timestampNs(undefined),
+      labels: line.labels,
+      labelsKey: line.labelsKey,
+      invocationId: line.invocationId,
+      line: line.line,
+      ...(line.json === undefined ? {} : { json: line.json }),
+      ...(line.compact === undefined ? {} : { compact: line.compact }),
+    });
   }
 
   private timestampNs(time: unknown): bigint {
