@@ -437,6 +437,14 @@ export async function createNode(config: Config, overrides: NodeOverrides): Prom
       auth,
       router,
       subscriptionStatus: (id) => kafka.status(id),
+      observability:
+        observability.logs === undefined || observability.spans === undefined
+          ? undefined
+          : {
+              logs: observability.logs,
+              spans: observability.spans,
+              retentionMs: config.observability.retentionMs,
+            },
       rules: {
         store: ruleStore,
         changed: () => {

@@ -309,6 +309,17 @@ const ROUTES: Route[] = [
     body: 'none',
   },
   { method: 'DELETE', path: pathParam(invocationId).map((id) => `/invocations/${id}`), body: 'none' },
+  {
+    method: 'GET',
+    path: fc
+      .tuple(
+        pathParam(invocationId),
+        fc.constantFrom('logs', 'trace'),
+        fc.constantFrom('', '?since=2026-11-28T10:00:00Z', '?since=1', '?limit=10', '?limit=x', '?since=&limit=9999'),
+      )
+      .map(([id, what, q]) => `/invocations/${id}/${what}${q}`),
+    body: 'none',
+  },
   { method: 'POST', path: fc.constant('/query'), body: 'query' },
 ];
 
@@ -541,6 +552,15 @@ describe('admin request readers', () => {
 });
 
 describe('admin requests', () => {
+  it("answers an invocation's logs and trace with 404 and the reason on a node without the store", async () => {
+    const id = 'inv_1gdJBtdVEcM942bjcDmb1c1khoaJe11Hbz';
+    for (const what of ['logs', 'trace']) {
+      const res = await app.inject({ method: 'GET', url: `/invocations/${id}/${what}` });
+      expect(res.statusCode).toBe(404);
+      expect((JSON.parse(res.body) as { message: string }).message).toContain('RATCHET_OBSERVABILITY_STORE=off');
+    }
+  });
+
   it(
     'answers every request (fastify inject) with a 2xx or a 4xx that says why',
     async () => {

@@ -4,6 +4,25 @@ import { api, lit, query, type Row } from '../api.ts';
 import { ErrorBox, messageOf, Show, text, useLoad } from '../ui.ts';
 import { StateEditor } from './state-editor.ts';
 import { entryInfo, type EntryInfo } from '../journal.ts';
+import { InvocationLogs, InvocationTrace, pauseReason, useInvocationLogs } from './invocation-activity.ts';
+
+/** Why the invocation is paused: the words of its `paused` log line when the store has it. */
+function PauseReason({ id, since, failed }: { id: string; since: string | undefined; failed: boolean }) {
+  const [logs] = useInvocationLogs(id, since);
+  const logged = logs.state === 'done' ? pauseReason(logs.value.lines) : undefined;
+  const reason =
+    logged ??
+    (failed
+      ? 'Its retry policy paused it after the failure below: fix the cause, then resume it.'
+      : 'It was paused through the admin API: resume it to continue.');
+  return html`<p class="pause-reason" data-testid="pause-reason"><strong>Paused:</strong> ${reason}</p>`;
+}
+
+/** The invocation's logs and trace, once its creation time is known (they are looked up from then on). */
+function Activity({ id, since }: { id: string; since: string | undefined }) {
+  const [logs] = useInvocationLogs(id, since);
+  return html`<${InvocationLogs} loaded=${logs} /><${InvocationTrace} id=${id} since=${since} />`;
+}
 
 /** An admin action on the invocation: confirmed first; the API's message is shown when it refuses. */
 interface Action {
@@ -155,6 +174,11 @@ export function Invocation({ id }: { id: string }) {
             }
           </dl>
           ${
+            inv.status === 'paused'
+              ? html`<${PauseReason} id=${id} since=${sinceOf(inv)} failed=${Boolean(inv.last_failure)} />`
+              : null
+          }
+          ${
             inv.last_failure
               ? html`<div class="failure" role="status">
                   <h2>Last failure</h2>
@@ -255,8 +279,15 @@ export function Invocation({ id }: { id: string }) {
                 </li>`,
             )}
           </ol>
+          <${Activity} id=${id} since=${sinceOf(inv)} />
         `;
       }}
     <//>
   </section>`;
+}
+
+/** Where to look for an invocation's lines and spans from: a minute before it was created. */
+function sinceOf(inv: Row): string | undefined {
+  const created = Date.parse(String(inv.created_at));
+  return Number.isFinite(created) ? new Date(created - 60_000).toISOString() : undefined;
 }

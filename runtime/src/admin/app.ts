@@ -32,6 +32,7 @@ import type { AdminApiVersion } from './request.ts';
 import type { AdminRouteContext, AdminRoutes } from './routes/context.ts';
 import { clusterRoutes } from './routes/cluster.ts';
 import { deploymentRoutes } from './routes/deployments.ts';
+import { invocationActivityRoutes, type ActivitySources } from './routes/invocation-activity.ts';
 import { invocationRoutes } from './routes/invocations.ts';
 import { kafkaClusterRoutes } from './routes/kafka-clusters.ts';
 import { limitRoutes, type RuleBookAccess } from './routes/limits.ts';
@@ -75,6 +76,11 @@ export interface AdminDeps {
   subscriptionStatus?: ((id: string) => Promise<SubscriptionStatusResponse | undefined>) | undefined;
   /** `GET /cluster-health` and the nodes behind it; without it the route is not served. */
   clusterHealth?: (() => Promise<ClusterHealthResponse>) | undefined;
+  /**
+   * The observability store, for `GET /invocations/{id}/logs|trace` (served with the invocation routes; they answer
+   * 404 with the reason when the store is off).
+   */
+  observability?: ActivitySources | undefined;
   /** The limiter's rule book (`/limits/rules`); without it the routes are not served. */
   rules?: RuleBookAccess | undefined;
   /** restate's experimental feature flags, as `GET /version` lists them. */
@@ -205,6 +211,7 @@ export function buildAdminApp(deps: AdminDeps): FastifyInstance {
         for (const routes of STATIC_ROUTES) routes(scope, ctx);
         if (deps.engine !== undefined) invocationRoutes(deps.engine)(scope, ctx);
         if (deps.engine !== undefined) vqueueRoutes(deps.engine)(scope, ctx);
+        if (deps.engine !== undefined) invocationActivityRoutes(deps.observability)(scope, ctx);
         if (deps.queries !== undefined) queryRoutes(deps.queries)(scope, ctx);
         if (deps.clusterHealth !== undefined) clusterRoutes(deps.clusterHealth)(scope, ctx);
         if (deps.subscriptionStatus !== undefined) subscriptionStatusRoutes(deps.subscriptionStatus)(scope, ctx);

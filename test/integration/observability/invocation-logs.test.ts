@@ -70,6 +70,8 @@ describe('invocation logs in the log store', () => {
     );
     return rows;
   }
+  /** The invocation of the first test (retried, suspended, resumed, completed). */
+  let retried = '';
   const events = (lines: StoredLine[]): string[] =>
     lines.map((l) => (JSON.parse(l.line) as { fields: Record<string, string> }).fields['restate.invocation.event']!);
 
@@ -80,6 +82,7 @@ describe('invocation logs in the log store', () => {
       body: '1000',
     });
     const { invocationId: id } = (await res.json()) as { invocationId: string };
+    retried = id;
     await waitFor(async () => expect(events(await linesOf(id))).toContain('completed'), 15_000);
     const lines = await linesOf(id);
     expect(events(lines)).toEqual([
@@ -123,6 +126,53 @@ describe('invocation logs in the log store', () => {
        WHERE s.labels->>'service_name' = 'ratchet' AND l.line LIKE '%Ratchet is ready%'`,
     );
     expect(Number(own.rows[0]!.n)).toBe(1);
+  }, 30_000);
+
+  it("serves an invocation's lines and trace through the admin API (the console's same-origin view)", async () => {
+    expect(retried).not.toBe('');
+    const since = new Date(Date.now() - 120_000).toISOString();
+    const logs = await fetch(`${runtime!.adminUrl}/invocations/${retried}/logs?since=${since}`);
+    expect(logs.status).toBe(200);
+    const body = (await logs.json()) as {
+      lines: { timestamp: string; labels: Record<string, string>; line: string }[];
+    };
+    expect(events(body.lines.filter((l) => l.labels.component === 'invocation'))).toEqual(
+      events(await linesOf(retried)),
+    );
+    expect(body.lines[0]!.timestamp).toMatch(/^\d{4}-\d\d-\d\dT/);
+    const trace = await fetch(`${runtime!.adminUrl}/invocations/${retried}/trace?since=${since}`);
+    expect(trace.status).toBe(200);
+    const spans = (await trace.json()) as {
+      trace_ids: string[];
+      spans: { name: string; status_code: number; status_message: string; node: string | null }[];
+    };
+    expect(spans.trace_ids).toHaveLength(1);
+    const names = spans.spans.map((s) => s.name);
+    expect(names).toEqual(
+      expect.arrayContaining(['ingress Flaky/run', 'invocation-start Flaky/run', 'invocation-end Flaky/run']),
+    );
+    expect(names.filter((n) => n === 'invocation-attempt Flaky/run').length).toBeGreaterThanOrEqual(3);
+    expect(spans.spans.find((s) => s.status_code === 2)?.status_message).toContain('first attempt fails');
+    expect(spans.spans.every((s) => s.node === 'obs/obs-node')).toBe(true);
+
+    // Refusals: an id that is none, a time that is none, a limit out of range.
+    const badId = await fetch(`${runtime!.adminUrl}/invocations/inv_nope/logs`);
+    expect(badId.status).toBe(400);
+    expect(((await badId.json()) as { message: string }).message).toContain('invocation_id');
+    const badSince = await fetch(`${runtime!.adminUrl}/invocations/${retried}/trace?since=yesterday`);
+    expect(badSince.status).toBe(400);
+    // Query strings are refused as restate refuses them: in plain text.
+    expect(await badSince.text()).toMatch(/^Failed to deserialize query string: since: /);
+    const badLimit = await fetch(`${runtime!.adminUrl}/invocations/${retried}/logs?limit=0`);
+    expect(badLimit.status).toBe(400);
+    expect(await badLimit.text()).toContain('limit: expected an integer from 1 to 5000, got `0`');
+    // A limit below the count says so.
+    const one = (await (await fetch(`${runtime!.adminUrl}/invocations/${retried}/logs?limit=1`)).json()) as {
+      lines: unknown[];
+      limited: boolean;
+    };
+    expect(one.lines).toHaveLength(1);
+    expect(one.limited).toBe(true);
   }, 30_000);
 
   it('keeps the lines written before a SIGKILL, adds those of the restarted runtime, and stores none twice', async () => {

@@ -13,6 +13,7 @@ import {
   UpdateDeploymentRequest,
 } from './deployments.ts';
 import { ErrorDescriptionResponse } from './errors.ts';
+import { InvocationLogsResponse, InvocationTraceResponse } from './invocation-activity.ts';
 import { InvocationParams, RestartAsNewInvocationResponse } from './invocations.ts';
 import {
   CreateKafkaClusterRequest,
@@ -61,6 +62,8 @@ export const ADMIN_COMPONENTS: readonly TSchema[] = [
   ErrorDescriptionResponse,
   VersionInformation,
   ClusterHealthResponse,
+  InvocationLogsResponse,
+  InvocationTraceResponse,
   DeploymentId,
   SubscriptionId,
   KafkaClusterName,

@@ -1,6 +1,11 @@
 import type { TObject, TSchema } from '@sinclair/typebox';
 import { ClusterHealthResponse } from '../model/cluster-health.ts';
 import {
+  InvocationActivityQuery,
+  InvocationLogsResponse,
+  InvocationTraceResponse,
+} from '../model/invocation-activity.ts';
+import {
   DeleteDeploymentQuery,
   DetailedDeploymentResponse,
   ListDeploymentsResponse,
@@ -486,6 +491,31 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     query: RestartAsNewInvocationQuery,
     success: [{ status: '200', description: 'Restarted', schema: RestartAsNewInvocationResponse }],
     errors: [400, 404, 409, 410, 422, 425, 503],
+  },
+  'GET /invocations/{}/logs': {
+    operationId: 'invocation_logs',
+    tag: 'invocation',
+    summary: "An invocation's log lines (Ratchet)",
+    description:
+      "Ratchet's own route, not restate's: the lines of the observability store that mention the invocation (its " +
+      'lifecycle, retries with their errors, what its handler logged through Ratchet), oldest first, from every node. ' +
+      'The same lines as `{…} |= "<id>"` on the Loki API of the observability listener. 404 when this node keeps no ' +
+      'store (`RATCHET_OBSERVABILITY_STORE=off`).',
+    query: InvocationActivityQuery,
+    success: [{ status: '200', description: 'Its lines', schema: InvocationLogsResponse }],
+    errors: [400, 404, 503],
+  },
+  'GET /invocations/{}/trace': {
+    operationId: 'invocation_trace',
+    tag: 'invocation',
+    summary: "An invocation's trace (Ratchet)",
+    description:
+      "Ratchet's own route, not restate's: every span of the traces the invocation's spans belong to (the ingress " +
+      'request, `invocation-start`, each attempt with its error, `invocation-end`), from every node. The same spans ' +
+      'as the Tempo API of the observability listener. 404 when this node keeps no store.',
+    query: InvocationActivityQuery,
+    success: [{ status: '200', description: 'Its spans', schema: InvocationTraceResponse }],
+    errors: [400, 404, 503],
   },
   'PATCH /invocations/{}/pause': {
     operationId: 'pause_invocation',
