@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as restate from '@restatedev/restate-sdk';
+import { AxeBuilder } from '@axe-core/playwright';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jwks, mint, newKey, nowSeconds } from '../../test/integration/auth/support.ts';
@@ -42,6 +43,15 @@ const payments = restate.service({
     },
   },
 });
+
+/** Presses Tab until the focused element `el` is the one `wanted` (a JavaScript expression of `el`) describes. */
+async function tabTo(page: Page, wanted: string): Promise<void> {
+  for (let i = 0; i < 80; i++) {
+    await page.keyboard.press('Tab');
+    if (await page.evaluate(`((el) => ${wanted})(document.activeElement)`)) return;
+  }
+  throw new Error(`Tab never reached the element (${wanted})`);
+}
 
 /** Accepts the confirmation of every action. */
 function dialogsAccepted(page: Page): void {
@@ -111,12 +121,36 @@ describe('the console (dev mode)', () => {
     // Each command with the completion it waits for and the entry that resolved it, each notification with its result.
     expect(journal).toMatch(/completion 1, resolved by entry 2: "reserved 42"/);
     expect(journal).toContain('completion 1: "reserved 42"');
+    // Why it is paused, in its own words (its `paused` line), its log lines and its trace, all on the same page.
+    await expect
+      .poll(() => page.getByTestId('pause-reason').textContent(), { timeout: 15_000 })
+      .toMatch(/Paused: \[RT0007\] invocation paused after a failure: .*payment gateway down/);
+    await expect
+      .poll(() => page.getByRole('table', { name: 'Log lines' }).textContent(), { timeout: 15_000 })
+      .toContain('invocation paused after a failure');
+    const logs = await page.getByRole('table', { name: 'Log lines' }).textContent();
+    expect(logs).toContain('invocation accepted');
+    expect(logs).toMatch(/invocation attempt failed; retrying in \d+ ms: .*payment gateway down/);
+    await expect
+      .poll(() => page.getByRole('list', { name: 'Spans' }).textContent(), { timeout: 15_000 })
+      .toContain('invocation-attempt Payments/charge');
+    const spans = await page.getByRole('list', { name: 'Spans' }).textContent();
+    expect(spans).toContain('ingress Payments/charge');
+    expect(spans).toContain('invocation-start Payments/charge');
+    expect(spans).toContain('payment gateway down');
     await page.screenshot({ path: `${SCREENSHOTS}invocation-paused.png`, fullPage: true });
 
     // Fixed: resume, and it completes.
     broken = false;
     await page.getByRole('button', { name: 'Resume' }).click();
     await expect.poll(() => page.getByTestId('status').textContent(), { timeout: 20_000 }).toBe('completed');
+    expect(await page.getByTestId('pause-reason').count()).toBe(0);
+    await expect
+      .poll(() => page.getByRole('list', { name: 'Spans' }).textContent(), { timeout: 15_000 })
+      .toContain('invocation-end Payments/charge');
+    await expect
+      .poll(() => page.getByRole('table', { name: 'Log lines' }).textContent(), { timeout: 15_000 })
+      .toContain('invocation resumed by the admin API');
     await page.screenshot({ path: `${SCREENSHOTS}invocation-completed.png`, fullPage: true });
 
     // Restart as new from an entry of the timeline, on the latest deployment: a new invocation, which completes.
@@ -215,6 +249,73 @@ describe('the console (dev mode)', () => {
     await page.close();
   });
 
+  it('passes axe (WCAG 2.1 A and AA) on every page, works with the keyboard alone, and fits a phone', async () => {
+    // Extra's deployment is still up (the previous test took Cart's away).
+    const res = await call(runtime.ingressUrl, '/Extra/hi');
+    expect(res.status).toBe(200);
+    const id = res.headers.get('x-restate-id')!;
+    // axe needs a page of its own context (it opens a blank page in it to assemble its results).
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const page = await context.newPage();
+    const pages: [string, () => Promise<unknown>][] = [
+      [
+        'overview',
+        () => expect.poll(() => page.getByRole('table', { name: 'Nodes' }).count(), { timeout: 15_000 }).toBe(1),
+      ],
+      [
+        'invocations',
+        () =>
+          expect.poll(() => page.locator('table.invocations tbody tr').count(), { timeout: 15_000 }).toBeGreaterThan(0),
+      ],
+      [
+        `invocation/${id}`,
+        () => expect.poll(() => page.getByRole('list', { name: 'Spans' }).count(), { timeout: 15_000 }).toBe(1),
+      ],
+      ['sql', () => expect.poll(() => page.getByLabel('Tables').textContent(), { timeout: 15_000 }).toContain('sys_')],
+    ];
+    for (const [route, ready] of pages) {
+      await page.goto(`${runtime.adminUrl}/ui/#/${route === 'overview' ? '' : route}`);
+      await ready();
+      const result = await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']).analyze();
+      const violations = result.violations.map(
+        (v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`,
+      );
+      expect(violations, route).toEqual([]);
+    }
+
+    // The keyboard alone: from the top of the page to the list, to an invocation, to its actions.
+    await page.goto(`${runtime.adminUrl}/ui/`);
+    await expect.poll(() => page.getByRole('table', { name: 'Nodes' }).count(), { timeout: 15_000 }).toBe(1);
+    await tabTo(page, "el.tagName === 'A' && el.textContent === 'Invocations'");
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.url()).toContain('#/invocations');
+    await expect.poll(() => page.locator('table.invocations tbody tr').count(), { timeout: 15_000 }).toBeGreaterThan(0);
+    await tabTo(page, "el.tagName === 'A' && el.textContent.startsWith('inv_')");
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.url()).toContain('#/invocation/inv_');
+    await expect.poll(() => page.getByTestId('status').count(), { timeout: 15_000 }).toBe(1);
+    await tabTo(page, "el.tagName === 'BUTTON' && el.textContent === 'Cancel'");
+    // What has the focus is shown.
+    const outline = await page.evaluate('getComputedStyle(document.activeElement).outlineStyle');
+    expect(outline).toBe('solid');
+
+    // A phone: nothing wider than the screen (tables scroll inside their box).
+    await page.setViewportSize({ width: 390, height: 844 });
+    for (const route of ['', 'invocations', `invocation/${id}`, 'sql']) {
+      await page.goto(`${runtime.adminUrl}/ui/#/${route}`);
+      await page.waitForTimeout(500);
+      const overflow = await page.evaluate('document.documentElement.scrollWidth - window.innerWidth');
+      // What sticks out, to say so when something does.
+      const wide = await page.evaluate(
+        `[...document.querySelectorAll('body *')].filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1)
+          .map((e) => e.tagName.toLowerCase() + (e.className ? '.' + e.className : '')).slice(0, 8).join(' ')`,
+      );
+      expect(overflow, `${route}: ${String(wide)}`).toBeLessThanOrEqual(0);
+    }
+    await page.screenshot({ path: `${SCREENSHOTS}phone-invocation.png`, fullPage: true });
+    await context.close();
+  }, 120_000);
+
   it('serves its files without a CDN and with a strict content security policy', async () => {
     const res = await fetch(`${runtime.adminUrl}/ui/`);
     expect(res.status).toBe(200);
@@ -255,7 +356,8 @@ describe('the console (managed mode)', () => {
   });
 
   it('asks for a token, shows no data without one, and works with one', async () => {
-    const page = await browser.newPage();
+    const context = await browser.newContext();
+    const page = await context.newPage();
     const apiCalls: string[] = [];
     page.on('response', (r) => {
       if (!r.url().includes('/ui')) apiCalls.push(`${r.status()} ${new URL(r.url()).pathname}`);
@@ -266,6 +368,8 @@ describe('the console (managed mode)', () => {
     // Everything the console asked the API for without a token was refused.
     expect(apiCalls.every((c) => c.startsWith('401'))).toBe(true);
     await page.screenshot({ path: `${SCREENSHOTS}login.png` });
+    const axe = await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']).analyze();
+    expect(axe.violations.map((v) => v.id)).toEqual([]);
 
     await page.getByLabel('Access token').fill('not-a-token');
     await page.getByRole('button', { name: 'Sign in' }).click();
@@ -277,6 +381,6 @@ describe('the console (managed mode)', () => {
     await expect.poll(() => page.getByRole('heading', { name: 'Overview' }).count(), { timeout: 15_000 }).toBe(1);
     // Kept for the session only, not in local storage.
     expect(await page.evaluate('localStorage.length')).toBe(0);
-    await page.close();
+    await context.close();
   });
 });

@@ -163,8 +163,7 @@ export function InvocationTrace({ id, since }: { id: string; since: string | und
               const failed = s.status_code === 2;
               return html`<li class=${failed ? 'span span-error' : 'span'} data-depth=${depth}>
                 <div class="span-name">
-                  ${'· '.repeat(depth)}<strong>${s.name}</strong>
-                  <span class="detail"
+                  ${'· '.repeat(depth)}<strong>${s.name}</strong>${' '}<span class="detail"
                     >+${ms(from - start)}, ${ms(to - from)}${s.node === null ? '' : `, ${s.node}`}</span
                   >
                   ${failed ? html` <span class="error-text">${s.status_message}</span>` : null}

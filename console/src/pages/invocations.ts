@@ -96,45 +96,47 @@ export function Invocations({ filters }: { filters: InvocationFilters }) {
     </form>
     <${Show} loaded=${loaded}>
       ${(rows: Row[]) => html`
-        <table class="invocations">
-          <caption class="sr-only">
-            Invocations
-          </caption>
-          <thead>
-            <tr>
-              <th scope="col">Id</th>
-              <th scope="col">Target</th>
-              <th scope="col">Status</th>
-              <th scope="col">Created</th>
-              <th scope="col">Retries</th>
-              <th scope="col">Last failure</th>
-            </tr>
-          </thead>
-          <tbody>
-            ${
-              rows.length === 0
-                ? html`<tr>
-                    <td colspan="6">No invocation matches.</td>
-                  </tr>`
-                : null
-            }
-            ${rows.slice(0, PAGE).map(
-              (r) =>
-                html`<tr>
-                  <td>
-                    <a href=${`#/invocation/${String(r.id)}`}><code>${text(r.id)}</code></a>
-                  </td>
-                  <td>${text(r.target)}</td>
-                  <td><span class=${`status status-${String(r.status)}`}>${text(r.status)}</span></td>
-                  <td>${text(r.created_at)}</td>
-                  <td>${text(r.retry_count)}</td>
-                  <td>
-                    ${r.last_failure_error_code ? html`<code>${text(r.last_failure_error_code)}</code> ` : null}${r.last_failure ? text(r.last_failure).slice(0, 120) : ''}
-                  </td>
-                </tr>`,
-            )}
-          </tbody>
-        </table>
+        <div class="table-wrap">
+          <table class="invocations">
+            <caption class="sr-only">
+              Invocations
+            </caption>
+            <thead>
+              <tr>
+                <th scope="col">Id</th>
+                <th scope="col">Target</th>
+                <th scope="col">Status</th>
+                <th scope="col">Created</th>
+                <th scope="col">Retries</th>
+                <th scope="col">Last failure</th>
+              </tr>
+            </thead>
+            <tbody>
+              ${
+                rows.length === 0
+                  ? html`<tr>
+                      <td colspan="6">No invocation matches.</td>
+                    </tr>`
+                  : null
+              }
+              ${rows.slice(0, PAGE).map(
+                (r) =>
+                  html`<tr>
+                    <td>
+                      <a href=${`#/invocation/${String(r.id)}`}><code>${text(r.id)}</code></a>
+                    </td>
+                    <td>${text(r.target)}</td>
+                    <td><span class=${`status status-${String(r.status)}`}>${text(r.status)}</span></td>
+                    <td>${text(r.created_at)}</td>
+                    <td>${text(r.retry_count)}</td>
+                    <td>
+                      ${r.last_failure_error_code ? html`<code>${text(r.last_failure_error_code)}</code> ` : null}${r.last_failure ? text(r.last_failure).slice(0, 120) : ''}
+                    </td>
+                  </tr>`,
+              )}
+            </tbody>
+          </table>
+        </div>
         <nav class="pager" aria-label="Pages">
           ${page > 0 ? html`<a href=${hrefOf({ ...filters, page: String(page - 1) })}>← Newer</a>` : null}
           <span>Page ${page + 1}</span>

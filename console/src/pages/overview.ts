@@ -129,40 +129,42 @@ export function Overview() {
           )}
         </ul>
         <h2>Services</h2>
-        <table>
-          <caption class="sr-only">
-            Services
-          </caption>
-          <thead>
-            <tr>
-              <th scope="col">Service</th>
-              <th scope="col">Type</th>
-              <th scope="col">Handlers</th>
-              <th scope="col">Deployment</th>
-              <th scope="col"><span class="sr-only">Settings</span></th>
-            </tr>
-          </thead>
-          <tbody>
-            ${v.services.map(
-              (s) =>
-                html`<tr>
-                  <td>${s.name}</td>
-                  <td>${s.ty}</td>
-                  <td>${s.handlers.map((h) => (h.ty === undefined ? h.name : `${h.name} (${h.ty})`)).join(', ')}</td>
-                  <td><code>${s.deployment_id}</code></td>
-                  <td>
-                    <button
-                      type="button"
-                      class="small"
-                      onClick=${() => setEditing(editing === s.name ? undefined : s.name)}
-                    >
-                      ${editing === s.name ? 'Close' : `Edit ${s.name}`}
-                    </button>
-                  </td>
-                </tr>`,
-            )}
-          </tbody>
-        </table>
+        <div class="table-wrap">
+          <table>
+            <caption class="sr-only">
+              Services
+            </caption>
+            <thead>
+              <tr>
+                <th scope="col">Service</th>
+                <th scope="col">Type</th>
+                <th scope="col">Handlers</th>
+                <th scope="col">Deployment</th>
+                <th scope="col"><span class="sr-only">Settings</span></th>
+              </tr>
+            </thead>
+            <tbody>
+              ${v.services.map(
+                (s) =>
+                  html`<tr>
+                    <td>${s.name}</td>
+                    <td>${s.ty}</td>
+                    <td>${s.handlers.map((h) => (h.ty === undefined ? h.name : `${h.name} (${h.ty})`)).join(', ')}</td>
+                    <td><code>${s.deployment_id}</code></td>
+                    <td>
+                      <button
+                        type="button"
+                        class="small"
+                        onClick=${() => setEditing(editing === s.name ? undefined : s.name)}
+                      >
+                        ${editing === s.name ? 'Close' : `Edit ${s.name}`}
+                      </button>
+                    </td>
+                  </tr>`,
+              )}
+            </tbody>
+          </table>
+        </div>
         ${
           editing === undefined
             ? null
@@ -172,84 +174,90 @@ export function Overview() {
               })()
         }
         <h2>Deployments</h2>
-        <table>
-          <caption class="sr-only">
-            Deployments
-          </caption>
-          <thead>
-            <tr>
-              <th scope="col">Id</th>
-              <th scope="col">Endpoint</th>
-              <th scope="col">Services</th>
-              <th scope="col">State</th>
-            </tr>
-          </thead>
-          <tbody>
-            ${v.deployments.map(
-              (d) =>
-                html`<tr>
-                  <td><code>${d.id}</code></td>
-                  <td>${d.uri ?? d.arn ?? '—'}</td>
-                  <td>${d.services.map((s) => `${s.name} (revision ${s.revision})`).join(', ')}</td>
-                  <td>${deploymentState(d, v)}</td>
-                </tr>`,
-            )}
-          </tbody>
-        </table>
+        <div class="table-wrap">
+          <table>
+            <caption class="sr-only">
+              Deployments
+            </caption>
+            <thead>
+              <tr>
+                <th scope="col">Id</th>
+                <th scope="col">Endpoint</th>
+                <th scope="col">Services</th>
+                <th scope="col">State</th>
+              </tr>
+            </thead>
+            <tbody>
+              ${v.deployments.map(
+                (d) =>
+                  html`<tr>
+                    <td><code>${d.id}</code></td>
+                    <td>${d.uri ?? d.arn ?? '—'}</td>
+                    <td>${d.services.map((s) => `${s.name} (revision ${s.revision})`).join(', ')}</td>
+                    <td>${deploymentState(d, v)}</td>
+                  </tr>`,
+              )}
+            </tbody>
+          </table>
+        </div>
         <${Register} onDone=${reload} />
         <h2>Nodes and partitions</h2>
-        <table>
-          <caption class="sr-only">
-            Nodes
-          </caption>
-          <thead>
-            <tr>
-              <th scope="col">Node</th>
-              <th scope="col">State</th>
-              <th scope="col">Partitions it leads</th>
-            </tr>
-          </thead>
-          <tbody>
-            ${v.nodes.map(
-              (n) =>
-                html`<tr>
-                  <td>${n.name}</td>
-                  <td>${n.alive ? (n.leaving ? 'leaving' : 'alive') : 'gone'}</td>
-                  <td>${n.leader_of.length} (${n.leader_of.join(', ')})</td>
-                </tr>`,
-            )}
-          </tbody>
-        </table>
+        <div class="table-wrap">
+          <table>
+            <caption class="sr-only">
+              Nodes
+            </caption>
+            <thead>
+              <tr>
+                <th scope="col">Node</th>
+                <th scope="col">State</th>
+                <th scope="col">Partitions it leads</th>
+              </tr>
+            </thead>
+            <tbody>
+              ${v.nodes.map(
+                (n) =>
+                  html`<tr>
+                    <td>${n.name}</td>
+                    <td>${n.alive ? (n.leaving ? 'leaving' : 'alive') : 'gone'}</td>
+                    <td>${n.leader_of.length} (${n.leader_of.join(', ')})</td>
+                  </tr>`,
+              )}
+            </tbody>
+          </table>
+        </div>
         <h2>Kafka subscriptions</h2>
         ${
           v.subscriptions.length === 0
             ? html`<p>No subscriptions.</p>`
-            : html`<table>
-                <caption class="sr-only">
-                  Kafka subscriptions
-                </caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Id</th>
-                    <th scope="col">Source</th>
-                    <th scope="col">Sink</th>
-                    <th scope="col">Consuming</th>
-                    <th scope="col">Lag</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  ${v.subscriptions.map(
-                    ({ sub, status }) =>
-                      html`<tr>
-                        <td><code>${sub.id}</code></td>
-                        <td>${sub.source}</td>
-                        <td>${sub.sink}</td>
-                        <td>${status === undefined ? '—' : status.ready ? 'yes' : `no: ${status.reason ?? ''}`}</td>
-                        <td>${text(status?.lag)}</td>
-                      </tr>`,
-                  )}
-                </tbody>
-              </table>`
+            : html`<div class="table-wrap">
+                <table>
+                  <caption class="sr-only">
+                    Kafka subscriptions
+                  </caption>
+                  <thead>
+                    <tr>
+                      <th scope="col">Id</th>
+                      <th scope="col">Source</th>
+                      <th scope="col">Sink</th>
+                      <th scope="col">Consuming</th>
+                      <th scope="col">Lag</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    ${v.subscriptions.map(
+                      ({ sub, status }) =>
+                        html`<tr>
+                          <td><code>${sub.id}</code></td>
+                          <td>${sub.source}</td>
+                          <td>${sub.sink}</td>
+                          <td>${status === undefined ? '—' : status.ready ? 'yes' : `no: ${status.reason ?? ''}`}</td>
+                          <td>${text(status?.lag)}</td>
+                        </tr>`,
+                    )}
+                  </tbody>
+                </table>
+              </div>`
         }
       `}
     <//>

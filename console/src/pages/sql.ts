@@ -52,24 +52,26 @@ export function Sql() {
     ${
       result !== undefined && 'rows' in result
         ? html`<p>${result.rows.length} rows</p>
-            <table class="result">
-              <caption class="sr-only">
-                Result
-              </caption>
-              <thead>
-                <tr>
-                  ${columns.map((c) => html`<th scope="col">${c}</th>`)}
-                </tr>
-              </thead>
-              <tbody>
-                ${result.rows.map(
-                  (r) =>
-                    html`<tr>
-                      ${columns.map((c) => html`<td>${text(r[c])}</td>`)}
-                    </tr>`,
-                )}
-              </tbody>
-            </table>`
+            <div class="table-wrap">
+              <table class="result">
+                <caption class="sr-only">
+                  Result
+                </caption>
+                <thead>
+                  <tr>
+                    ${columns.map((c) => html`<th scope="col">${c}</th>`)}
+                  </tr>
+                </thead>
+                <tbody>
+                  ${result.rows.map(
+                    (r) =>
+                      html`<tr>
+                        ${columns.map((c) => html`<td>${text(r[c])}</td>`)}
+                      </tr>`,
+                  )}
+                </tbody>
+              </table>
+            </div>`
         : null
     }
   </section>`;

@@ -30,33 +30,35 @@ export function StateEditor(props: { service: string; objectKey: string; rows: R
     }
   };
   return html`<form onSubmit=${save} aria-label="State">
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">Key</th>
-            <th scope="col">Value</th>
-          </tr>
-        </thead>
-        <tbody>
-          ${props.rows.map(
-            (r) =>
-              html`<tr>
-                <td><code>${text(r.key)}</code></td>
-                <td>
-                  ${
-                    r.value_utf8 === null
-                      ? `${text(r.value_length)} bytes (not UTF-8)`
-                      : html`<input
-                          aria-label=${`Value of ${text(r.key)}`}
-                          value=${values[text(r.key)] ?? ''}
-                          onInput=${(e: Event) => setValues({ ...values, [text(r.key)]: (e.target as HTMLInputElement).value })}
-                        />`
-                  }
-                </td>
-              </tr>`,
-          )}
-        </tbody>
-      </table>
+      <div class="table-wrap">
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Key</th>
+              <th scope="col">Value</th>
+            </tr>
+          </thead>
+          <tbody>
+            ${props.rows.map(
+              (r) =>
+                html`<tr>
+                  <td><code>${text(r.key)}</code></td>
+                  <td>
+                    ${
+                      r.value_utf8 === null
+                        ? `${text(r.value_length)} bytes (not UTF-8)`
+                        : html`<input
+                            aria-label=${`Value of ${text(r.key)}`}
+                            value=${values[text(r.key)] ?? ''}
+                            onInput=${(e: Event) => setValues({ ...values, [text(r.key)]: (e.target as HTMLInputElement).value })}
+                          />`
+                    }
+                  </td>
+                </tr>`,
+            )}
+          </tbody>
+        </table>
+      </div>
       ${binary ? html`<p>Values that are not UTF-8 cannot be edited here (the restate CLI can).</p>` : html`<button type="submit">Save state</button>`}
     </form>
     ${

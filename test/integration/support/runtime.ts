@@ -1,5 +1,6 @@
 import { loadConfig } from '../../../runtime/src/config/config.ts';
 import { createNode, type RuntimeHandle } from '../../../runtime/src/runtime.ts';
+import { LogCapture } from '../../../runtime/src/observability/log-capture.ts';
 import { createLogger } from '../../../runtime/src/telemetry/logger.ts';
 
 export interface TestRuntime {
@@ -23,7 +24,13 @@ export async function startTestRuntime(databaseUrl: string, env: Record<string, 
       ...env,
     },
   });
-  const handle = await createNode(config, { databaseUrl, logger: createLogger(config.log) });
+  // As main.ts does: with the store on, the runtime's lines (and invocations' lifecycle lines) reach the log store too.
+  const logCapture = new LogCapture();
+  const logger = createLogger(
+    config.log,
+    config.observability.store ? { capture: { stream: logCapture, level: config.observability.logLevel } } : {},
+  );
+  const handle = await createNode(config, { databaseUrl, logger, logCapture });
   return {
     ingressUrl: `http://127.0.0.1:${handle.ingress.port}`,
     adminUrl: `http://127.0.0.1:${handle.admin.port}`,
