@@ -1,7 +1,8 @@
 /**
  * How the console does with 100 000 invocations (console/README.md records the figures): a runtime with that many
  * completed invocations (made through the ingress by autocannon-like concurrent sends), then in headless chromium the
- * time to first contentful paint of the invocation list, of the overview, and to open one invocation.
+ * time to first contentful paint of the invocation list, of the overview, and to open one invocation (and to have its
+ * log lines and trace, looked up among every invocation's).
  *
  *   npx tsx console/test/perf.ts [count]
  */
@@ -74,6 +75,13 @@ for (let i = 0; i < 3; i++) {
   const first = await page.locator('table.invocations tbody tr a').first().getAttribute('href');
   await timed('one invocation', `${runtime.adminUrl}/ui/${first ?? ''}`, () =>
     page.getByLabel('Journal').locator('li').nth(1).waitFor(),
+  );
+  // Its log lines and trace, from the observability store (with every invocation's lines and spans in it).
+  await timed('one invocation with its logs and trace', `${runtime.adminUrl}/ui/${first ?? ''}`, () =>
+    Promise.all([
+      page.getByRole('table', { name: 'Log lines' }).locator('tbody tr').nth(2).waitFor(),
+      page.getByRole('list', { name: 'Spans' }).locator('li.span').nth(3).waitFor(),
+    ]),
   );
 }
 await browser.close();

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import * as restate from '@restatedev/restate-sdk';
 import pg from 'pg';
 import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from '../../../runtime/src/storage/pg/embedded.ts';
 import { startRuntimeProcess, type RuntimeProcess } from '../../support/runtime-process.ts';
 import { registerEndpoint } from '../../support/registration.ts';
@@ -110,6 +110,13 @@ describe('PostgreSQL restarts under load', () => {
     const port = Number(new URL(db.url).port);
     const nodes: RuntimeProcess[] = [];
     let report: LoadReport | undefined;
+    // Where it got to, and what the nodes said, when it fails (a timeout too, which skips the catch below).
+    const stages: string[] = [];
+    const stage = (name: string): void => void stages.push(`${new Date().toISOString()} ${name}`);
+    onTestFailed(() => {
+      console.log(`stages reached:\n${stages.join('\n')}`);
+      for (const n of nodes) console.log(n.output());
+    });
     try {
       for (const name of ['pg-a', 'pg-b']) {
         nodes.push(
@@ -133,14 +140,17 @@ describe('PostgreSQL restarts under load', () => {
           await c.end();
         }, 60_000);
       };
+      stage('SIGKILL of the postmaster');
       const killMs = await outage(async () => void process.kill(db.pid, 'SIGKILL'), pgReady);
       await new Promise((r) => setTimeout(r, 1500));
       const due2 = await dueDuringOutage(nodes[1]!.ingressUrl, 'ext2');
+      stage('fast shutdown');
       const shutdownMs = await outage(async () => void process.kill(db.pid, 'SIGINT'), pgReady);
       await new Promise((r) => setTimeout(r, 1500));
       // A long outage (maintenance, a failover): down for longer than the lease timeout, so every lease runs out.
       const due3 = await dueDuringOutage(nodes[0]!.ingressUrl, 'ext3');
       const longStarted = Date.now();
+      stage('long outage');
       await db.stop();
       await new Promise((r) => setTimeout(r, 4000));
       await waitFor(async () => {
@@ -151,6 +161,7 @@ describe('PostgreSQL restarts under load', () => {
         for (const n of nodes) expect((await fetch(`${n.metricsUrl}/ready`)).status).toBe(200);
       }, 30_000);
       const longMs = Date.now() - longStarted;
+      stage('both nodes ready again');
       await new Promise((r) => setTimeout(r, 2000));
       report = await load.stop();
 
@@ -159,7 +170,9 @@ describe('PostgreSQL restarts under load', () => {
         // Still running: no crash.
         expect(await Promise.race([n.exited.then(() => 'exited'), Promise.resolve('running')])).toBe('running');
       }
+      stage('load stopped');
       const total = await checkCounters(nodes[0]!.ingressUrl, report);
+      stage('counters checked');
       for (const due of [due1, due2, due3]) {
         for (const id of due.sleepers) {
           await waitFor(async () => {
@@ -171,6 +184,7 @@ describe('PostgreSQL restarts under load', () => {
           expect((await call(nodes[0]!.ingressUrl, `/Counter/${due.delayedKey}/get`)).text).toBe('3');
         }, 40_000);
       }
+      stage('sleepers and delayed sends ran');
       await expectNothingStuck(db.url);
       for (const n of nodes) expectNoUnexpectedErrors(n.output());
       console.log(

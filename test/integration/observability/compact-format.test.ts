@@ -222,6 +222,8 @@ describe('observability store: compact records', () => {
           const text = rendered[which]!;
           const start = at % text.length;
           const value = text.slice(start, start + length);
+          // Half of a surrogate pair is no text a query can send (its UTF-8 has no such character).
+          if (!(value as string & { isWellFormed(): boolean }).isWellFormed()) return;
           const found = await read(l, from, ts + 1n, value);
           expect(found).toContain(text);
         },
