@@ -84,17 +84,24 @@ export function Overview() {
   const [editing, setEditing] = useState<string | undefined>();
   const [loaded, reload] = useLoad(
     async (): Promise<Overview> => {
-      const [services, deployments, counts, health, subs] = await Promise.all([
+      const [services, deployments, groups, health, subs] = await Promise.all([
         api<{ services: Service[] }>('GET', '/services'),
         api<{ deployments: Deployment[] }>('GET', '/deployments'),
-        query('SELECT status, count(*) AS n FROM sys_invocation GROUP BY status ORDER BY status'),
+        // One pass over the invocations: counts by status, and the unfinished ones per pinned deployment (a
+        // superseded deployment with some is draining).
+        query(
+          'SELECT status, pinned_deployment_id AS id, count(*) AS n FROM sys_invocation GROUP BY status, pinned_deployment_id',
+        ),
         api<{ nodes: Node[] }>('GET', '/cluster-health').catch(() => ({ nodes: [] as Node[] })),
         api<{ subscriptions: Subscription[] }>('GET', '/subscriptions'),
       ]);
-      // Unfinished invocations per pinned deployment: a superseded deployment with some is draining.
-      const pinned = await query(
-        "SELECT pinned_deployment_id AS id, count(*) AS n FROM sys_invocation WHERE status <> 'completed' AND pinned_deployment_id IS NOT NULL GROUP BY pinned_deployment_id",
-      );
+      const byStatus = new Map<string, number>();
+      const pinned: Record<string, number> = {};
+      for (const g of groups) {
+        const status = String(g.status);
+        byStatus.set(status, (byStatus.get(status) ?? 0) + Number(g.n));
+        if (status !== 'completed' && typeof g.id === 'string') pinned[g.id] = (pinned[g.id] ?? 0) + Number(g.n);
+      }
       const subscriptions = await Promise.all(
         subs.subscriptions.map(async (sub) => ({
           sub,
@@ -104,10 +111,10 @@ export function Overview() {
       return {
         services: services.services,
         deployments: deployments.deployments,
-        counts: counts as unknown as Overview['counts'],
+        counts: [...byStatus].sort(([a], [b]) => a.localeCompare(b)).map(([status, n]) => ({ status, n })),
         nodes: health.nodes,
         subscriptions,
-        pinned: Object.fromEntries(pinned.map((r) => [String(r.id as string), Number(r.n)])),
+        pinned,
       };
     },
     [],
