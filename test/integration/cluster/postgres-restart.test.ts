@@ -48,16 +48,36 @@ async function postmasterPid(pgDir: string): Promise<number> {
 async function dueDuringOutage(ingressUrl: string, tag: string): Promise<{ sleepers: string[]; delayedKey: string }> {
   const sleepers: string[] = [];
   for (let i = 0; i < 4; i++) {
-    const r = await call(ingressUrl, '/Sleeper/nap/send', 1200);
-    expect(r.status).toBe(202);
+    const r = await accepted(() => call(ingressUrl, '/Sleeper/nap/send', 1200));
     sleepers.push((r.json as { invocationId: string }).invocationId);
   }
   const delayedKey = `${tag}-delayed`;
-  for (let i = 0; i < 3; i++) {
-    const r = await call(ingressUrl, `/Counter/${delayedKey}/add/send?delay=1200ms`, 1);
-    expect(r.status).toBe(202);
-  }
+  // Exactly three adds must run: a send refused with 503 and sent again must not count twice (checked later).
+  for (let i = 0; i < 3; i++) await accepted(() => call(ingressUrl, `/Counter/${delayedKey}/add/send?delay=1200ms`, 1));
   return { sleepers, delayedKey };
+}
+
+/**
+ * A request sent again while it is answered 503 (a node still taking its partitions back after the database returned
+ * says so, and clients retry it), for at most 20 s; then it must be accepted.
+ */
+async function accepted(send: () => Promise<{ status: number; json: unknown }>): Promise<{ json: unknown }> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const r = await send();
+    if (r.status !== 503 || Date.now() > deadline) {
+      expect(r.status).toBe(202);
+      return r;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+/** How long `f` took, in ms (less the second it waits at its end). */
+async function timed(f: () => Promise<void>): Promise<number> {
+  const started = Date.now();
+  await f();
+  return Date.now() - started - 1000;
 }
 
 async function outage(kill: () => Promise<void>, ready: () => Promise<void>): Promise<number> {
@@ -133,6 +153,14 @@ describe('PostgreSQL restarts under load', () => {
       await new Promise((r) => setTimeout(r, 1000));
 
       const due1 = await dueDuringOutage(nodes[0]!.ingressUrl, 'ext1');
+      // Both nodes ready again (they say so once they hold partitions again), and a moment for the load to resume.
+      const nodesReady = async (): Promise<void> => {
+        await waitFor(async () => {
+          for (const n of nodes) expect((await fetch(`${n.metricsUrl}/ready`)).status).toBe(200);
+        }, 30_000);
+        await new Promise((r) => setTimeout(r, 1000));
+        stage('both nodes ready');
+      };
       const pgReady = async (): Promise<void> => {
         await waitFor(async () => {
           const c = new pg.Client({ connectionString: db.url });
@@ -142,11 +170,11 @@ describe('PostgreSQL restarts under load', () => {
       };
       stage('SIGKILL of the postmaster');
       const killMs = await outage(async () => void process.kill(db.pid, 'SIGKILL'), pgReady);
-      await new Promise((r) => setTimeout(r, 1500));
+      const killReadyMs = killMs + (await timed(nodesReady));
       const due2 = await dueDuringOutage(nodes[1]!.ingressUrl, 'ext2');
       stage('fast shutdown');
       const shutdownMs = await outage(async () => void process.kill(db.pid, 'SIGINT'), pgReady);
-      await new Promise((r) => setTimeout(r, 1500));
+      const shutdownReadyMs = shutdownMs + (await timed(nodesReady));
       // A long outage (maintenance, a failover): down for longer than the lease timeout, so every lease runs out.
       const due3 = await dueDuringOutage(nodes[0]!.ingressUrl, 'ext3');
       const longStarted = Date.now();
@@ -188,7 +216,8 @@ describe('PostgreSQL restarts under load', () => {
       await expectNothingStuck(db.url);
       for (const n of nodes) expectNoUnexpectedErrors(n.output());
       console.log(
-        `external PostgreSQL: back ${killMs} ms after SIGKILL, ${shutdownMs} ms after a fast shutdown, both nodes ` +
+        `external PostgreSQL: back ${killMs} ms after SIGKILL (both nodes ready again after ${killReadyMs} ms), ` +
+          `${shutdownMs} ms after a fast shutdown (ready after ${shutdownReadyMs} ms), both nodes ` +
           `ready ${longMs} ms after the start of a 4 s outage; ` +
           `${report.requests} requests, ${total} acknowledged (lost 0, duplicates 0), ${report.firstTryFailures} ` +
           'needed a retry; every sleep and delayed send that came due during the outages ran',
