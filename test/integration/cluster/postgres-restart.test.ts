@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, chmod } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, chmod } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as restate from '@restatedev/restate-sdk';
@@ -78,6 +78,34 @@ async function timed(f: () => Promise<void>): Promise<number> {
   const started = Date.now();
   await f();
   return Date.now() - started - 1000;
+}
+
+/** PIDs of postmasters (`postgres -D <pgDir>`) alive now, zombies aside. */
+async function postgresRunningOn(pgDir: string): Promise<number[]> {
+  const pids: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = await readFile(`/proc/${entry}/stat`, 'utf8');
+      if (/\) [ZX] /.test(stat)) continue;
+      const args = (await readFile(`/proc/${entry}/cmdline`, 'utf8')).split('\0');
+      if (args.some((a) => a.endsWith('/postgres')) && args[args.indexOf('-D') + 1] === pgDir) pids.push(Number(entry));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return pids;
+}
+
+/**
+ * A PostgreSQL still running on the test's data once everything was stopped (a runtime stopped with SIGKILL when its
+ * graceful stop took too long leaves its embedded one running, by design): said, and stopped, so no test leaves one.
+ */
+async function stopLeftovers(dir: string): Promise<void> {
+  for (const pid of await postgresRunningOn(join(dir, 'pg'))) {
+    console.log(`PostgreSQL ${pid} was left running on ${dir}; stopping it`);
+    process.kill(pid, 'SIGKILL');
+  }
 }
 
 async function outage(kill: () => Promise<void>, ready: () => Promise<void>): Promise<number> {
@@ -228,9 +256,28 @@ describe('PostgreSQL restarts under load', () => {
     } finally {
       for (const n of nodes) await n.stop();
       await db.stop();
+      await stopLeftovers(dir);
       await rm(dir, { recursive: true, force: true });
     }
   }, 180_000);
+
+  it('a stop while the embedded PostgreSQL is being restarted leaves no PostgreSQL running', async () => {
+    const dir = await dataDir();
+    const pgDir = join(dir, 'pg');
+    try {
+      // The supervisor retries 250 ms after the postmaster died, then spawns and waits for it: stop at every stage.
+      for (const delayMs of [0, 150, 250, 270, 300, 350, 450, 700]) {
+        const db = await startEmbeddedDatabase(dir, silent, { restart: true });
+        process.kill(db.pid, 'SIGKILL');
+        await new Promise((r) => setTimeout(r, delayMs));
+        await db.stop();
+        // Whatever the supervisor had started is gone once stop() resolves.
+        expect(await postgresRunningOn(pgDir), `stopped ${delayMs} ms after the SIGKILL`).toEqual([]);
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 
   it('embedded PostgreSQL (dev mode): the runtime restarts it on the same data and carries on', async () => {
     const dir = await dataDir();
@@ -295,6 +342,7 @@ describe('PostgreSQL restarts under load', () => {
       throw err;
     } finally {
       await runtime?.stop();
+      await stopLeftovers(dir);
       await rm(dir, { recursive: true, force: true });
     }
   }, 180_000);

@@ -104,6 +104,8 @@ export async function startEmbeddedDatabase(
 
     let stopping: Promise<void> | undefined;
     let current = server;
+    /** A restart's server being spawned: `stop()` waits for it, so that what it starts is what it stops. */
+    let spawning: Promise<unknown> = Promise.resolve();
     const supervise = (running: Server): void => {
       void running.exited.then(async (status) => {
         if (stopping !== undefined) return;
@@ -115,7 +117,12 @@ export async function startEmbeddedDatabase(
           if (stopping !== undefined) return;
           let next: Server | undefined;
           try {
-            next = await spawnServer(binaries.postgres, pgDir, port, socket, logFile, owner);
+            const spawned = spawnServer(binaries.postgres, pgDir, port, socket, logFile, owner);
+            spawning = spawned.then(
+              (spawnedServer) => void (current = spawnedServer),
+              () => undefined,
+            );
+            next = await spawned;
             current = next;
             await waitReady(next, port, password, logFile);
             if (stopping !== undefined) return;
@@ -138,7 +145,12 @@ export async function startEmbeddedDatabase(
       get pid() {
         return current.pid;
       },
-      stop: () => (stopping ??= stopServer(current)),
+      stop: () =>
+        (stopping ??= (async () => {
+          // A restart spawning a server now: once spawned it is `current`, and is stopped below (not left running).
+          await spawning;
+          await stopServer(current);
+        })()),
     };
   }
 }
