@@ -1,3 +1,4 @@
+import http from 'node:http';
 import * as restate from '@restatedev/restate-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
@@ -149,5 +150,48 @@ describe('Loki tail over WebSocket', () => {
     const delay = await refusal({ query: '{service_name="TailEcho"}', delay_for: '60' });
     expect(delay.status).toBe(400);
     expect(delay.body).toMatch(/delay_for/);
+  });
+
+  it('closes the connection of a refused upgrade and says so, so that a keep-alive client does not reuse it', async () => {
+    // Node's default agent keeps connections alive: before the refusal said `Connection: close`, every second request
+    // went out on the socket the listener was closing and failed with "socket hang up" (the auth matrix saw it in CI).
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const url = `${runtime.observabilityUrl}/loki/api/v1/tail?${new URLSearchParams({ query: '{service_name=' }).toString()}`;
+    const refused = (): Promise<{ status: number; connection: string | undefined }> =>
+      new Promise((resolve, reject) => {
+        const req = http.request(url, {
+          agent,
+          headers: {
+            connection: 'Upgrade',
+            upgrade: 'websocket',
+            'sec-websocket-version': '13',
+            'sec-websocket-key': Buffer.from('keep-alive-tail!').toString('base64'),
+          },
+        });
+        req.on('upgrade', () => reject(new Error('the tail was opened')));
+        req.on('response', (res) => {
+          res.resume();
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, connection: res.headers.connection }));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    try {
+      for (let i = 0; i < 20; i++) {
+        expect(await refused()).toEqual({ status: 400, connection: 'close' });
+        // Also a plain request after it, on the same agent.
+        const ready = await new Promise<number>((resolve, reject) => {
+          http
+            .get(`${runtime.observabilityUrl}/ready`, { agent }, (res) => {
+              res.resume();
+              res.on('end', () => resolve(res.statusCode ?? 0));
+            })
+            .on('error', reject);
+        });
+        expect(ready).toBe(200);
+      }
+    } finally {
+      agent.destroy();
+    }
   });
 });

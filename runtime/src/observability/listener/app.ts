@@ -111,7 +111,13 @@ export function buildObservabilityApp(deps: ObservabilityAppDeps): FastifyInstan
     done();
   });
   // A refused WebSocket upgrade (a tail with a bad query or no token) is answered on a socket the HTTP server no longer
-  // tracks: it must end with the answer, or an idle client would hold the listener open at shutdown.
+  // tracks: it must end with the answer, or an idle client would hold the listener open at shutdown. The answer says
+  // so (`Connection: close`): a keep-alive client would otherwise send its next request on the closing socket and see
+  // it hang up (Node's default agent did, one request in two).
+  app.addHook('onSend', (req, reply, payload, done) => {
+    if (req.headers.upgrade !== undefined && reply.statusCode !== 101) reply.header('connection', 'close');
+    done(null, payload);
+  });
   app.addHook('onResponse', (req, reply, done) => {
     if (req.headers.upgrade !== undefined && reply.statusCode !== 101) req.raw.socket.end();
     done();
